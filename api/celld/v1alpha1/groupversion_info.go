@@ -1,0 +1,26 @@
+// Package v1alpha1 contains the celld.eric.dev/v1alpha1 API: CelldFleet, a
+// fleet of the celld runtime in the Bucket or PersistentFleet profile, and
+// CelldStorageReservation, which records which fleet owns a bucket.
+//
+// The package holds types, schema markers and constants only; it must never
+// import controller code.
+//
+// +kubebuilder:object:generate=true
+// +groupName=celld.eric.dev
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the group and version of this API.
+	GroupVersion = schema.GroupVersion{Group: "celld.eric.dev", Version: "v1alpha1"}
+
+	// SchemeBuilder registers this API's types with a scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds this API's types to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)

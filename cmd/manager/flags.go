@@ -1,0 +1,49 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// minMemberReplacementDelay is seed 002's floor: the delay is patience, and a
+// shorter one would replace members that are still force-detaching.
+const minMemberReplacementDelay = time.Minute
+
+// defaultMemberReplacementDelay is seed 000's default: it outlasts the ~6
+// minutes Kubernetes takes to force-detach a volume from a lost node.
+const defaultMemberReplacementDelay = 10 * time.Minute
+
+type options struct {
+	metricsAddr             string
+	probeAddr               string
+	leaderElect             bool
+	leaderElectionNamespace string
+	memberReplacementDelay  time.Duration
+	logLevel                slog.Level
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to (0 disables it)")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect one active manager through a Lease")
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the Pod's namespace)")
+	fs.DurationVar(&o.memberReplacementDelay, "member-replacement-delay", defaultMemberReplacementDelay,
+		"how long one PersistentFleet member may stay down, while every other member is ready, before it is replaced on a fresh disk (at least 1m)")
+	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log level: DEBUG, INFO, WARN or ERROR")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.memberReplacementDelay < minMemberReplacementDelay {
+		return o, fmt.Errorf("--member-replacement-delay=%s is below the minimum of %s: "+
+			"a shorter delay would replace members that can still come back on their own disks",
+			o.memberReplacementDelay, minMemberReplacementDelay)
+	}
+	return o, nil
+}

@@ -1,0 +1,72 @@
+// Command manager runs cellfleet's controllers: the CelldFleet operator and
+// the replicated-volume lifecycle. It owns no state of its own; everything it
+// decides is read from, and written to, the Kubernetes API.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/cellfleet/cellfleet/internal/apischeme"
+)
+
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		slog.Error("manager stopped", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	opts, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: opts.logLevel}))
+	slog.SetDefault(logger)
+	ctrl.SetLogger(logr.FromSlogHandler(logger.Handler()))
+
+	scheme, err := apischeme.New()
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
+		HealthProbeBindAddress:  opts.probeAddr,
+		LeaderElection:          opts.leaderElect,
+		LeaderElectionID:        "manager.cellfleet.eric.dev",
+		LeaderElectionNamespace: opts.leaderElectionNamespace,
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("add health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("add readiness check: %w", err)
+	}
+	if err := setupControllers(mgr, opts); err != nil {
+		return err
+	}
+	slog.Info("starting manager", "memberReplacementDelay", opts.memberReplacementDelay.String(),
+		"leaderElect", opts.leaderElect)
+	ctx := ctrl.SetupSignalHandler()
+	if err := mgr.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("run manager: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+// Package testenv starts a real kube-apiserver and etcd (controller-runtime's
+// envtest) with cellfleet's CRDs installed, for the suites that test API
+// validation and controllers against the real API server.
+//
+// The binaries are built from pinned Go modules by hack/envtest-assets.sh;
+// `make test` points KUBEBUILDER_ASSETS at them. A suite never skips because
+// they are missing: Start fails and says how to build them.
+//
+// This package is imported by tests only; production code must never import it.
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/cellfleet/cellfleet/internal/apischeme"
+)
+
+// Env is a running API server with the project's CRDs installed.
+type Env struct {
+	Config  *rest.Config
+	Client  client.Client
+	Scheme  *k8sruntime.Scheme
+	Version string // the kube-apiserver's gitVersion, as it reports it
+
+	env *envtest.Environment
+}
+
+// RepoRoot is the repository's root directory, found from this file's path so
+// tests work from any package directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// ErrNoAssets says the API server binaries were not built.
+var ErrNoAssets = errors.New("KUBEBUILDER_ASSETS is not set: run the tests with `make test` " +
+	"(it builds kube-apiserver and etcd with hack/envtest-assets.sh), or export " +
+	"KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh)")
+
+// Start starts etcd and kube-apiserver and installs the CRDs from config/crd/bases.
+func Start() (*Env, error) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		return nil, ErrNoAssets
+	}
+	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
+		return nil, fmt.Errorf("KUBEBUILDER_ASSETS=%s has no kube-apiserver: %w", assets, err)
+	}
+	s, err := apischeme.New()
+	if err != nil {
+		return nil, err
+	}
+	te := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		Scheme:                s,
+	}
+	cfg, err := te.Start()
+	if err != nil {
+		return nil, fmt.Errorf("start envtest (assets %s): %w", assets, err)
+	}
+	e := &Env{Config: cfg, Scheme: s, env: te}
+	if e.Client, err = client.New(cfg, client.Options{Scheme: s}); err != nil {
+		_ = te.Stop()
+		return nil, fmt.Errorf("client for envtest: %w", err)
+	}
+	if e.Version, err = serverVersion(cfg); err != nil {
+		_ = te.Stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+func serverVersion(cfg *rest.Config) (string, error) {
+	c := rest.CopyConfig(cfg)
+	c.NegotiatedSerializer = serializer.NewCodecFactory(k8sruntime.NewScheme()).WithoutConversion()
+	dc, err := discovery.NewDiscoveryClientForConfig(c)
+	if err != nil {
+		return "", fmt.Errorf("discovery client: %w", err)
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return "", fmt.Errorf("read kube-apiserver version: %w", err)
+	}
+	return v.GitVersion, nil
+}
+
+// Stop stops the API server and etcd.
+func (e *Env) Stop() error {
+	if err := e.env.Stop(); err != nil {
+		return fmt.Errorf("stop envtest: %w", err)
+	}
+	return nil
+}
+
+// Main is a TestMain body: it starts one Env for the package's tests, stores
+// it in *env, logs the API server's version, runs the tests and stops it.
+func Main(m *testing.M, env **Env) {
+	e, err := Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		os.Exit(1)
+	}
+	slog.Info("envtest: real kube-apiserver running", "version", e.Version, "host", e.Config.Host)
+	*env = e
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}

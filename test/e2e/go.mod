@@ -1,0 +1,3 @@
+module github.com/cellfleet/cellfleet/test/e2e
+
+go 1.26.0
