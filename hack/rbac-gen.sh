@@ -10,6 +10,6 @@ gen() { # package-dir role-name output-dir
   mkdir -p "$out"
   "$cg" rbac:roleName="$role" paths="./$pkg/..." output:rbac:artifacts:config="$out"
 }
-gen cmd/manager cellfleet-manager config/rbac/manager
+gen cmd/manager manager config/rbac/manager
 gen internal/controller/fleet cellfleet-fleet config/rbac/fleet
 gen internal/controller/volume cellfleet-volume config/rbac/volume

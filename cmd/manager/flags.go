@@ -4,7 +4,10 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // minMemberReplacementDelay is seed 002's floor: the delay is patience, and a
@@ -21,6 +24,7 @@ type options struct {
 	leaderElect             bool
 	leaderElectionNamespace string
 	memberReplacementDelay  time.Duration
+	fleetNamespaces         []string
 	logLevel                slog.Level
 }
 
@@ -33,12 +37,18 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the Pod's namespace)")
 	fs.DurationVar(&o.memberReplacementDelay, "member-replacement-delay", defaultMemberReplacementDelay,
 		"how long one PersistentFleet member may stay down, while every other member is ready, before it is replaced on a fresh disk (at least 1m)")
+	fleetNS := fs.String("fleet-namespaces", "celld",
+		"comma-separated namespaces whose CelldFleets this manager operates; the fleet Role is bound in each (seed 002)")
 	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log level: DEBUG, INFO, WARN or ERROR")
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	if err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.fleetNamespaces, err = parseNamespaces(*fleetNS); err != nil {
+		return o, err
 	}
 	if o.memberReplacementDelay < minMemberReplacementDelay {
 		return o, fmt.Errorf("--member-replacement-delay=%s is below the minimum of %s: "+
@@ -46,4 +56,28 @@ func parseFlags(args []string) (options, error) {
 			o.memberReplacementDelay, minMemberReplacementDelay)
 	}
 	return o, nil
+}
+
+// parseNamespaces validates a comma-separated list of namespace names, so a
+// typo fails at start instead of as a permission error on every list.
+func parseNamespaces(list string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, ns := range strings.Split(list, ",") {
+		ns = strings.TrimSpace(ns)
+		if ns == "" {
+			continue
+		}
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return nil, fmt.Errorf("--fleet-namespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+		if !seen[ns] {
+			seen[ns] = true
+			out = append(out, ns)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--fleet-namespaces must name at least one namespace")
+	}
+	return out, nil
 }

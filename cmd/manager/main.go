@@ -12,15 +12,18 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cellfleet/cellfleet/internal/apischeme"
 )
 
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// Leader election happens in the manager's own namespace ("system" before
+// kustomize's namespace transform), so its permissions are a Role there, not
+// part of any ClusterRole.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=system,resources=events,verbs=create;patch
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
@@ -44,6 +47,7 @@ func run(args []string) error {
 	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                  scheme,
+		Cache:                   cacheOptions(opts),
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
 		HealthProbeBindAddress:  opts.probeAddr,
 		LeaderElection:          opts.leaderElect,
@@ -63,10 +67,22 @@ func run(args []string) error {
 		return err
 	}
 	slog.Info("starting manager", "memberReplacementDelay", opts.memberReplacementDelay.String(),
+		"fleetNamespaces", opts.fleetNamespaces,
 		"leaderElect", opts.leaderElect)
 	ctx := ctrl.SetupSignalHandler()
 	if err := mgr.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("run manager: %w", err)
 	}
 	return nil
+}
+
+// cacheOptions restricts the informers of namespaced objects to the fleet
+// namespaces: the fleet Role is bound only there, so a cluster-wide watch of
+// Pods or claims would be refused (and would be broader than seed 002 allows).
+func cacheOptions(opts options) cache.Options {
+	ns := map[string]cache.Config{}
+	for _, n := range opts.fleetNamespaces {
+		ns[n] = cache.Config{}
+	}
+	return cache.Options{DefaultNamespaces: ns}
 }

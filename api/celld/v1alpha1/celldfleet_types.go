@@ -1,0 +1,412 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// FleetProfile is how a fleet keeps its state (seed 002: Bucket or
+// PersistentFleet).
+// +kubebuilder:validation:Enum=Bucket;PersistentFleet
+type FleetProfile string
+
+const (
+	// ProfileBucket runs celld with bucket durability: members have no disks
+	// (an emptyDir at /work) and every acknowledged write is in the bucket.
+	ProfileBucket FleetProfile = "Bucket"
+	// ProfilePersistentFleet runs celld as a StatefulSet whose members keep
+	// their disks across restart, upgrade and scale-in (seed 000).
+	ProfilePersistentFleet FleetProfile = "PersistentFleet"
+)
+
+// BucketWorkload is the workload kind that runs a Bucket fleet.
+// +kubebuilder:validation:Enum=Deployment;Ordered
+type BucketWorkload string
+
+const (
+	// BucketWorkloadDeployment runs a Bucket fleet as a Deployment.
+	BucketWorkloadDeployment BucketWorkload = "Deployment"
+	// BucketWorkloadOrdered runs a Bucket fleet as a StatefulSet whose Pods
+	// are released into zones by ordinal.
+	BucketWorkloadOrdered BucketWorkload = "Ordered"
+)
+
+// CapacityMode is who sets the replica count and how.
+// +kubebuilder:validation:Enum=Shadow;ScaleOut;Automatic;External
+type CapacityMode string
+
+const (
+	// CapacityShadow computes and records the capacity policy's decisions
+	// without applying them.
+	CapacityShadow CapacityMode = "Shadow"
+	// CapacityScaleOut applies the policy's growth and never contracts.
+	CapacityScaleOut CapacityMode = "ScaleOut"
+	// CapacityAutomatic applies growth and contraction; contraction needs
+	// survivor-capacity evidence.
+	CapacityAutomatic CapacityMode = "Automatic"
+	// CapacityExternal leaves the replica count to an external system that
+	// writes it through the scale subresource; contraction still needs
+	// survivor-capacity evidence.
+	CapacityExternal CapacityMode = "External"
+)
+
+// PlacementMode is how strictly members are spread over zones and hosts.
+// +kubebuilder:validation:Enum=Strict;Relaxed
+type PlacementMode string
+
+const (
+	// PlacementStrict requires zone spread and hostname anti-affinity: a
+	// member that cannot be placed stays pending.
+	PlacementStrict PlacementMode = "Strict"
+	// PlacementRelaxed prefers zone spread and hostname anti-affinity.
+	PlacementRelaxed PlacementMode = "Relaxed"
+)
+
+// CelldFleetSpec is the desired fleet.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.bucketWorkload) || self.bucketWorkload != 'Ordered' || self.profile == 'Bucket'",message="spec.bucketWorkload: Ordered is allowed only with profile Bucket"
+// +kubebuilder:validation:XValidation:rule="has(self.bucketWorkload) == has(oldSelf.bucketWorkload) && (!has(self.bucketWorkload) || self.bucketWorkload == oldSelf.bucketWorkload)",message="spec.bucketWorkload is immutable"
+// +kubebuilder:validation:XValidation:rule="self.profile != 'PersistentFleet' || has(self.storage.storageClassName)",message="spec.storage.storageClassName is required with profile PersistentFleet"
+// +kubebuilder:validation:XValidation:rule="self.profile == 'PersistentFleet' || !has(self.storage.storageClassName)",message="spec.storage.storageClassName is allowed only with profile PersistentFleet"
+// +kubebuilder:validation:XValidation:rule="self.profile != 'PersistentFleet' || has(self.storage.sizeGiB)",message="spec.storage.sizeGiB is required with profile PersistentFleet"
+// +kubebuilder:validation:XValidation:rule="self.profile == 'PersistentFleet' || !has(self.storage.sizeGiB)",message="spec.storage.sizeGiB is allowed only with profile PersistentFleet (Bucket members have no disks)"
+// +kubebuilder:validation:XValidation:rule="!has(self.placement) || self.replicas >= self.placement.azCount",message="spec.replicas must be at least spec.placement.azCount"
+// +kubebuilder:validation:XValidation:rule="!has(self.capacity) || (self.replicas >= self.capacity.minReplicas && self.replicas <= self.capacity.maxReplicas)",message="spec.replicas must lie within spec.capacity.minReplicas and spec.capacity.maxReplicas"
+type CelldFleetSpec struct {
+	// profile is how the fleet keeps its state: Bucket (no disks, bucket
+	// durability) or PersistentFleet (a StatefulSet whose members keep their
+	// disks). It cannot be changed after creation.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.profile is immutable"
+	Profile FleetProfile `json:"profile"`
+
+	// bucketWorkload is the workload that runs a Bucket fleet: a Deployment
+	// (the default when absent) or Ordered, a StatefulSet whose Pods are
+	// released into zones by ordinal. Ordered is allowed only with profile
+	// Bucket. It cannot be changed after creation.
+	// +optional
+	BucketWorkload BucketWorkload `json:"bucketWorkload,omitempty"`
+
+	// replicas is the number of celld members, 1 to 100. It is also the
+	// scale subresource's replica count.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// runtimeImage is the celld runtime image, pinned by digest:
+	// registry/path@sha256:<64 lowercase hex>. There is no default image.
+	// +required
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-]+[a-z0-9]+)*)+@sha256:[a-f0-9]{64}$')",message="spec.runtimeImage must be pinned by digest as registry/path@sha256:<64 lowercase hex>"
+	RuntimeImage string `json:"runtimeImage"`
+
+	// maintenance holds the administrator's levers: pause and rolling restart.
+	// +optional
+	Maintenance *Maintenance `json:"maintenance,omitempty"`
+
+	// capacity is the capacity policy. Absent, the replica count is exactly
+	// spec.replicas.
+	// +optional
+	Capacity *Capacity `json:"capacity,omitempty"`
+
+	// serviceAccountName is the ServiceAccount the members run as; it carries
+	// the bucket credentials (the operator has no S3 client). Absent, the
+	// namespace's default ServiceAccount is used.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="spec.serviceAccountName must be a DNS subdomain (lowercase letters, digits, '-' and '.')"
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// storage is the fleet's bucket and, for PersistentFleet, its disks. It
+	// cannot be changed after creation: the bucket is reserved for this fleet
+	// and a StatefulSet's claim templates are immutable.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.storage is immutable"
+	Storage Storage `json:"storage"`
+
+	// placement spreads members over zones and hosts.
+	// +optional
+	Placement *Placement `json:"placement,omitempty"`
+
+	// execution is the members' compute requests and limits.
+	// +optional
+	Execution *Execution `json:"execution,omitempty"`
+
+	// lifecycle bounds a member's shutdown.
+	// +optional
+	// +kubebuilder:default={shutdownSeconds:30,terminationGraceSeconds:45}
+	Lifecycle *Lifecycle `json:"lifecycle,omitempty"`
+
+	// env is extra CELLD_* environment for every member. Names the operator
+	// sets itself (CELLD_NODE, CELLD_ADVERTISE, CELLD_BUCKET,
+	// CELLD_DURABILITY, CELLD_WATCH, CELLD_ADDR, CELLD_INTERNAL_ADDR,
+	// CELLD_SHUTDOWN_TOTAL_MS) are rejected.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Env []EnvVar `json:"env,omitempty"`
+}
+
+// Maintenance holds the administrator's levers.
+type Maintenance struct {
+	// paused stops the operator from changing the workload, replacing members
+	// or deleting disks; it releases replacement holds already prepared.
+	// +optional
+	// +kubebuilder:default=false
+	Paused bool `json:"paused,omitempty"`
+
+	// restartToken, when changed, rolls every member through the
+	// StatefulSet's (or Deployment's) rolling update: it is written as a Pod
+	// template annotation.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	RestartToken string `json:"restartToken,omitempty"`
+}
+
+// Capacity is the capacity policy: who may change the replica count, within
+// which bounds and by how much per step.
+//
+// +kubebuilder:validation:XValidation:rule="self.minReplicas <= self.maxReplicas",message="spec.capacity.minReplicas must be at most spec.capacity.maxReplicas"
+// +kubebuilder:validation:XValidation:rule="self.step <= self.maxReplicas - self.minReplicas || self.minReplicas == self.maxReplicas",message="spec.capacity.step must be at most spec.capacity.maxReplicas - spec.capacity.minReplicas"
+type Capacity struct {
+	// mode is Shadow (record decisions only), ScaleOut (grow only),
+	// Automatic (grow and contract) or External (an external system writes
+	// the scale subresource).
+	// +required
+	Mode CapacityMode `json:"mode"`
+
+	// minReplicas is the fewest members the policy may run, 1 to 100.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	MinReplicas int32 `json:"minReplicas,omitempty"`
+
+	// maxReplicas is the most members the policy may run, 1 to 100.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	MaxReplicas int32 `json:"maxReplicas"`
+
+	// step is the most members one policy decision adds or removes.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=99
+	Step int32 `json:"step,omitempty"`
+}
+
+// Storage is the fleet's bucket and, for PersistentFleet, its disks.
+type Storage struct {
+	// bucket is the S3 bucket the fleet owns (one fleet per bucket, recorded
+	// by a CelldStorageReservation).
+	// +required
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9][a-z0-9.-]*[a-z0-9]$')",message="spec.storage.bucket must be an S3 bucket name: lowercase letters, digits, '.' and '-', starting and ending with a letter or digit"
+	Bucket string `json:"bucket"`
+
+	// region is the bucket's region, passed to celld as AWS_REGION.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+(-[a-z0-9]+)*$')",message="spec.storage.region must be lowercase letters and digits separated by '-'"
+	Region string `json:"region,omitempty"`
+
+	// storageClassName is the StorageClass of each member's disk. Required
+	// with PersistentFleet; forbidden otherwise.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="spec.storage.storageClassName must be a DNS subdomain"
+	StorageClassName *string `json:"storageClassName,omitempty"`
+
+	// sizeGiB is each member's disk size in GiB, 1 to 65536. Required with
+	// PersistentFleet; forbidden otherwise.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65536
+	SizeGiB *int32 `json:"sizeGiB,omitempty"`
+}
+
+// Placement spreads members over zones and hosts.
+//
+// +kubebuilder:validation:XValidation:rule="size(self.zones) == self.azCount",message="spec.placement.azCount must equal the number of spec.placement.zones"
+type Placement struct {
+	// zones are the topology.kubernetes.io/zone values members may run in.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:MinLength=1
+	Zones []string `json:"zones"`
+
+	// azCount is the number of zones the fleet spans; it must equal the
+	// number of zones, and spec.replicas must be at least azCount.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16
+	AZCount int32 `json:"azCount"`
+
+	// mode is Strict (zone spread and hostname anti-affinity required) or
+	// Relaxed (preferred).
+	// +optional
+	// +kubebuilder:default=Strict
+	Mode PlacementMode `json:"mode,omitempty"`
+}
+
+// Execution is the members' compute requests and limits.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || !has(self.requests.cpu) || !has(self.limits.cpu) || quantity(string(self.limits.cpu)).compareTo(quantity(string(self.requests.cpu))) >= 0",message="spec.execution.limits.cpu must be at least spec.execution.requests.cpu"
+// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || !has(self.requests.memory) || !has(self.limits.memory) || quantity(string(self.limits.memory)).compareTo(quantity(string(self.requests.memory))) >= 0",message="spec.execution.limits.memory must be at least spec.execution.requests.memory"
+type Execution struct {
+	// requests is the compute each member is scheduled with.
+	// +optional
+	Requests *ComputeResources `json:"requests,omitempty"`
+
+	// limits is the most compute each member may use; each limit must be at
+	// least its request.
+	// +optional
+	Limits *ComputeResources `json:"limits,omitempty"`
+}
+
+// ComputeResources is an amount of CPU and memory.
+type ComputeResources struct {
+	// cpu, as a Kubernetes quantity (for example 500m or 2).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0'))",message="cpu must be a positive quantity"
+	CPU *resource.Quantity `json:"cpu,omitempty"`
+
+	// memory, as a Kubernetes quantity (for example 512Mi or 4Gi).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0'))",message="memory must be a positive quantity"
+	Memory *resource.Quantity `json:"memory,omitempty"`
+}
+
+// Lifecycle bounds a member's shutdown.
+//
+// +kubebuilder:validation:XValidation:rule="self.terminationGraceSeconds >= self.shutdownSeconds + 5",message="spec.lifecycle.terminationGraceSeconds must be at least spec.lifecycle.shutdownSeconds + 5"
+type Lifecycle struct {
+	// shutdownSeconds bounds celld's drain after SIGTERM
+	// (CELLD_SHUTDOWN_TOTAL_MS), 1 to 3600.
+	// +optional
+	// +kubebuilder:default=30
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	ShutdownSeconds int32 `json:"shutdownSeconds,omitempty"`
+
+	// terminationGraceSeconds is the Pod's termination grace period; it must
+	// be at least shutdownSeconds + 5 so the drain finishes before SIGKILL.
+	// +optional
+	// +kubebuilder:default=45
+	// +kubebuilder:validation:Minimum=6
+	// +kubebuilder:validation:Maximum=3605
+	TerminationGraceSeconds int32 `json:"terminationGraceSeconds,omitempty"`
+}
+
+// EnvVar is one extra CELLD_* environment variable.
+//
+// +kubebuilder:validation:XValidation:rule="!(self.name in ['CELLD_NODE', 'CELLD_ADVERTISE', 'CELLD_BUCKET', 'CELLD_DURABILITY', 'CELLD_WATCH', 'CELLD_ADDR', 'CELLD_INTERNAL_ADDR', 'CELLD_SHUTDOWN_TOTAL_MS'])",message="spec.env[].name: this CELLD_* variable is set by the operator and cannot be overridden"
+type EnvVar struct {
+	// name starts with CELLD_ followed by capital letters, digits and '_'.
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self.matches('^CELLD_[A-Z0-9_]+$')",message="spec.env[].name must match CELLD_[A-Z0-9_]+"
+	Name string `json:"name"`
+
+	// value is the variable's value.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Value string `json:"value,omitempty"`
+}
+
+// CelldFleetStatus is what the operator last observed, rebuilt from the
+// cluster on every reconcile.
+type CelldFleetStatus struct {
+	// observedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// desiredReplicas is the replica count the operator is working towards.
+	// +optional
+	DesiredReplicas int32 `json:"desiredReplicas,omitempty"`
+
+	// appliedReplicas is the replica count written to the workload.
+	// +optional
+	AppliedReplicas int32 `json:"appliedReplicas,omitempty"`
+
+	// replicas is the number of member Pods that exist (the scale
+	// subresource's status replica count).
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// readyReplicas is the number of Ready members.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// updatedReplicas is the number of members on the current template.
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
+
+	// selector is the label selector of the members, for the scale
+	// subresource.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// unschedulableMembers names the members the scheduler cannot place.
+	// +optional
+	// +listType=set
+	UnschedulableMembers []string `json:"unschedulableMembers,omitempty"`
+
+	// blockedSince is when the Blocked condition last became True; absent
+	// while the fleet is not blocked.
+	// +optional
+	BlockedSince *metav1.Time `json:"blockedSince,omitempty"`
+
+	// conditions are Ready, Progressing, Blocked, MaintenancePaused and
+	// Deleting.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// CelldFleet is a fleet of the celld runtime.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:resource:scope=Namespaced,shortName=cf,categories=celld
+// +kubebuilder:printcolumn:name="Profile",type=string,JSONPath=`.spec.profile`
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Blocked",type=string,JSONPath=`.status.conditions[?(@.type=="Blocked")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type CelldFleet struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired fleet.
+	// +required
+	Spec CelldFleetSpec `json:"spec"`
+
+	// status is what the operator last observed.
+	// +optional
+	Status CelldFleetStatus `json:"status,omitempty"`
+}
+
+// CelldFleetList is a list of CelldFleets.
+//
+// +kubebuilder:object:root=true
+type CelldFleetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []CelldFleet `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&CelldFleet{}, &CelldFleetList{})
+}

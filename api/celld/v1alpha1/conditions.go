@@ -1,0 +1,92 @@
+package v1alpha1
+
+// ConditionType is the type of one of a CelldFleet's conditions. Each says one
+// independent thing about the fleet.
+type ConditionType string
+
+const (
+	// ConditionReady is True when every desired member is Ready.
+	ConditionReady ConditionType = "Ready"
+	// ConditionProgressing is True while the workload is changing: a rollout,
+	// a growth run, a contraction step or a member replacement.
+	ConditionProgressing ConditionType = "Progressing"
+	// ConditionBlocked is True when the operator cannot go on without a
+	// change in the cluster or the spec; its reason says which.
+	ConditionBlocked ConditionType = "Blocked"
+	// ConditionMaintenancePaused is True while spec.maintenance.paused is set.
+	ConditionMaintenancePaused ConditionType = "MaintenancePaused"
+	// ConditionDeleting is True while a deleted fleet's compute and disks are
+	// being removed.
+	ConditionDeleting ConditionType = "Deleting"
+)
+
+// ConditionReason is the machine-readable reason of a condition.
+type ConditionReason string
+
+// Reasons of the Ready condition.
+const (
+	// ReasonMembersReady: every desired member is Ready.
+	ReasonMembersReady ConditionReason = "MembersReady"
+	// ReasonMembersNotReady: some desired member is not Ready.
+	ReasonMembersNotReady ConditionReason = "MembersNotReady"
+)
+
+// Reasons of the Progressing condition.
+const (
+	// ReasonRollingOut: the workload is replacing members on a new template.
+	ReasonRollingOut ConditionReason = "RollingOut"
+	// ReasonGrowing: members are being added, one run of ordinals at a time.
+	ReasonGrowing ConditionReason = "Growing"
+	// ReasonContracting: members are being removed, one per step.
+	ReasonContracting ConditionReason = "Contracting"
+	// ReasonReplacingMember: a member's disk is being replaced through the
+	// replacement handoff.
+	ReasonReplacingMember ConditionReason = "ReplacingMember"
+	// ReasonConverged: the workload matches the spec and has rolled out.
+	ReasonConverged ConditionReason = "Converged"
+)
+
+// Reasons of the Blocked condition.
+const (
+	// ReasonNotBlocked: nothing stops the operator.
+	ReasonNotBlocked ConditionReason = "NotBlocked"
+	// ReasonInvalidConfiguration: the spec passed the API server's checks but
+	// cannot run (for example a missing ServiceAccount or StorageClass); the
+	// workload is left untouched.
+	ReasonInvalidConfiguration ConditionReason = "InvalidConfiguration"
+	// ReasonInfrastructureBlocked: an object the operator renders exists but
+	// differs from what it would create and may not be overwritten (for
+	// example a Service someone else changed, or a workload it does not own).
+	ReasonInfrastructureBlocked ConditionReason = "InfrastructureBlocked"
+	// ReasonStorageIdentityConflict: a claim at a member's name does not carry
+	// the fleet's UID label; the operator never adopts another fleet's disk.
+	ReasonStorageIdentityConflict ConditionReason = "StorageIdentityConflict"
+	// ReasonBucketReserved: another fleet's CelldStorageReservation owns the
+	// bucket.
+	ReasonBucketReserved ConditionReason = "BucketReserved"
+	// ReasonCapacityUncertain: a contraction the capacity policy asked for has
+	// no survivor-capacity evidence, so it is not applied.
+	ReasonCapacityUncertain ConditionReason = "CapacityUncertain"
+	// ReasonMemberUnschedulable: a member has not been placed by the end of
+	// the replacement delay and the operator has not replaced it.
+	ReasonMemberUnschedulable ConditionReason = "MemberUnschedulable"
+)
+
+// Reasons of the MaintenancePaused condition.
+const (
+	// ReasonPaused: spec.maintenance.paused is set; the workload is frozen.
+	ReasonPaused ConditionReason = "Paused"
+	// ReasonNotPaused: the operator manages the workload.
+	ReasonNotPaused ConditionReason = "NotPaused"
+)
+
+// Reasons of the Deleting condition.
+const (
+	// ReasonNotDeleting: the fleet is not being deleted.
+	ReasonNotDeleting ConditionReason = "NotDeleting"
+	// ReasonDeletingCompute: the fleet's workload and Pods are being removed.
+	ReasonDeletingCompute ConditionReason = "DeletingCompute"
+	// ReasonDeletingDisks: compute is gone; the fleet's claims are being
+	// deleted.
+	ReasonDeletingDisks ConditionReason = "DeletingDisks"
+)

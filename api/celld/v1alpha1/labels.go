@@ -1,0 +1,49 @@
+package v1alpha1
+
+// Labels, annotations, finalizers and scheduling gates of the celld.eric.dev
+// API, by the names seed 000 gives them. Everything the operator persists
+// besides the objects it renders is named here: the capacity history in the
+// reservation annotation, and the replacement handoff record on its victim
+// Pod (seed 000, "Replacement handoff").
+const (
+	// LabelFleet carries the fleet's name on everything the operator renders
+	// and on the members' Pods and claims.
+	LabelFleet = "celld.eric.dev/fleet"
+
+	// LabelFleetUID carries the fleet's UID on each member's claim. A claim at
+	// a member's name without it belongs to someone else and is never adopted.
+	LabelFleetUID = "celld.eric.dev/fleet-uid"
+
+	// LabelReplacementFleet is the private index of a replacement hold: the
+	// original fleet UID on a Pod prepared for the handoff. It still finds the
+	// hold after the ordinary fleet label or owner reference changes.
+	LabelReplacementFleet = "celld.eric.dev/replacement-fleet"
+
+	// AnnotationReplacement holds the handoff record on the victim Pod: fleet
+	// UID, the original claim's UID and resourceVersion, and the phase.
+	AnnotationReplacement = "celld.eric.dev/replacement"
+
+	// FinalizerReplacement holds a replaced member's terminating Pod, and so
+	// its StatefulSet name, until its original claim's deletion is accepted.
+	FinalizerReplacement = "celld.eric.dev/replacement-hold"
+
+	// FinalizerFleet keeps a deleted fleet until its compute and then its
+	// disks are gone.
+	FinalizerFleet = "celld.eric.dev/fleet"
+
+	// AnnotationRestartToken is the Pod-template annotation that carries
+	// spec.maintenance.restartToken, so changing it rolls the members.
+	AnnotationRestartToken = "celld.eric.dev/restart-token"
+
+	// AnnotationReservationState is the reservation annotation. It holds only
+	// the capacity policy's history and is absent when there is none.
+	AnnotationReservationState = "celld.eric.dev/state"
+
+	// SchedulingGateZoneRelease holds an Ordered Bucket member's Pod until the
+	// operator has pinned it to the zone its ordinal selects.
+	SchedulingGateZoneRelease = "celld.eric.dev/zone-release"
+
+	// SchedulingGateLauncher is the scheduling gate of the v0.0.5 launcher.
+	// Migration leaves gated Pods to the rolling update, which replaces them.
+	SchedulingGateLauncher = "celld.eric.dev/launcher"
+)

@@ -1,0 +1,157 @@
+package v1alpha1
+
+// Conditions, roles and robustness levels of the storage API.
+//
+// Each condition says one independent thing (STYLE.md): a volume can be Ready
+// and Degraded at once, and a replica can be Admitted yet have lost its state.
+// Reasons are typed so controllers and the replica host compare constants,
+// never string literals.
+
+// ConditionType names a condition in a status' conditions list.
+type ConditionType string
+
+// ConditionReason is the machine-readable reason of a condition.
+type ConditionReason string
+
+// String returns the condition type as metav1.Condition stores it.
+func (t ConditionType) String() string { return string(t) }
+
+// String returns the reason as metav1.Condition stores it.
+func (r ConditionReason) String() string { return string(r) }
+
+// Condition types of a ReplicatedVolume.
+const (
+	// VolumeReady is True when a coordinator serves the volume with a quorum
+	// (DESIGN.md §4: CreateVolume returns then).
+	VolumeReady ConditionType = "Ready"
+	// VolumePlaced is True when the manager chose distinct eligible nodes for
+	// every replica and created their backing claims and VolumeReplicas.
+	VolumePlaced ConditionType = "Placed"
+	// VolumeDegraded is True while fewer replicas than requested are current
+	// members serving with the coordinator; I/O may still continue.
+	VolumeDegraded ConditionType = "Degraded"
+	// VolumeDeleting is True while workers close and backing storage is
+	// released; storage is preserved while the API is uncertain.
+	VolumeDeleting ConditionType = "Deleting"
+)
+
+// Condition types of a VolumeReplica.
+const (
+	// ReplicaReady is True when the worker runs, holds its authority and is a
+	// voting member of the volume's Raft configuration.
+	ReplicaReady ConditionType = "Ready"
+	// ReplicaAdmitted is False when the replica host's bounds (workers,
+	// concurrent starts, rebuilds) hold the worker back: an explicit pending or
+	// unavailable answer, never a smaller replica count.
+	ReplicaAdmitted ConditionType = "Admitted"
+	// ReplicaPublished is True when the backing volume is published beneath
+	// the consumer mount root and visible in the replica host's mount namespace.
+	ReplicaPublished ConditionType = "Published"
+	// ReplicaStateLost is True when a recorded replica's retained journal or
+	// identity is missing or truncated (seed 003). The replica is never
+	// initialised afresh; the application-data extent of the loss is unknown.
+	ReplicaStateLost ConditionType = "ReplicaStateLost"
+)
+
+// Reasons shared by the storage conditions.
+const (
+	// ReasonCoordinatorServing: a coordinator established quorum authority.
+	ReasonCoordinatorServing ConditionReason = "CoordinatorServing"
+	// ReasonQuorumLost: no majority of replicas is reachable; I/O returns errors.
+	ReasonQuorumLost ConditionReason = "QuorumLost"
+	// ReasonNoCoordinator: replicas run but no coordinator is elected yet.
+	ReasonNoCoordinator ConditionReason = "NoCoordinator"
+	// ReasonReplicasPlaced: every replica has a node, claim and VolumeReplica.
+	ReasonReplicasPlaced ConditionReason = "ReplicasPlaced"
+	// ReasonInsufficientNodes: fewer distinct eligible nodes than replicas.
+	ReasonInsufficientNodes ConditionReason = "InsufficientNodes"
+	// ReasonAllReplicasCurrent: every requested replica is a current member.
+	ReasonAllReplicasCurrent ConditionReason = "AllReplicasCurrent"
+	// ReasonReplicaUnavailable: a replica's node or host does not answer; this
+	// is unavailability or uncertainty, not confirmed data loss.
+	ReasonReplicaUnavailable ConditionReason = "ReplicaUnavailable"
+	// ReasonReplicaLost: a replica reports ReplicaStateLost.
+	ReasonReplicaLost ConditionReason = "ReplicaLost"
+	// ReasonReleasePending: waiting for the replica host's identity-bound
+	// release acknowledgement before reclaiming backing storage.
+	ReasonReleasePending ConditionReason = "ReleasePending"
+	// ReasonAPIUncertain: the API answered ambiguously; storage is preserved.
+	ReasonAPIUncertain ConditionReason = "APIUncertain"
+
+	// ReasonWorkerRunning: the worker is running and a voting member.
+	ReasonWorkerRunning ConditionReason = "WorkerRunning"
+	// ReasonWorkerStarting: the worker is starting or catching up.
+	ReasonWorkerStarting ConditionReason = "WorkerStarting"
+	// ReasonAdmissionPending: a host bound is full; the worker waits its turn.
+	ReasonAdmissionPending ConditionReason = "AdmissionPending"
+	// ReasonAdmitted: the host admitted the worker.
+	ReasonAdmitted ConditionReason = "Admitted"
+	// ReasonAwaitingPublication: the backing volume is not yet published
+	// beneath the consumer mount root or not yet visible to the host.
+	ReasonAwaitingPublication ConditionReason = "AwaitingPublication"
+	// ReasonPublicationVisible: the bind is visible in the host's namespace.
+	ReasonPublicationVisible ConditionReason = "PublicationVisible"
+	// ReasonJournalMissing: the retained Raft journal is absent.
+	ReasonJournalMissing ConditionReason = "JournalMissing"
+	// ReasonJournalTruncated: the retained Raft journal ends before the
+	// recorded index.
+	ReasonJournalTruncated ConditionReason = "JournalTruncated"
+	// ReasonIdentityMissing: the replica identity record is absent.
+	ReasonIdentityMissing ConditionReason = "IdentityMissing"
+	// ReasonIdentityTruncated: the identity record is unreadable or short.
+	ReasonIdentityTruncated ConditionReason = "IdentityTruncated"
+	// ReasonStateIntact: the retained journal and identity verified.
+	ReasonStateIntact ConditionReason = "StateIntact"
+)
+
+// Robustness summarises how much failure a ReplicatedVolume can still absorb.
+// +kubebuilder:validation:Enum=Healthy;Degraded;Faulted
+type Robustness string
+
+const (
+	// RobustnessHealthy: every requested replica is a current member.
+	RobustnessHealthy Robustness = "Healthy"
+	// RobustnessDegraded: a quorum serves, but at least one replica is missing
+	// or behind, so fewer further failures are tolerated.
+	RobustnessDegraded Robustness = "Degraded"
+	// RobustnessFaulted: no quorum serves; I/O returns errors.
+	RobustnessFaulted Robustness = "Faulted"
+)
+
+// ReplicaRole is a replica's role in its volume's Raft group.
+// +kubebuilder:validation:Enum=Coordinator;Follower;Candidate;Stopped
+type ReplicaRole string
+
+const (
+	// RoleCoordinator: the Raft leader; it orders mutations and serves reads.
+	RoleCoordinator ReplicaRole = "Coordinator"
+	// RoleFollower: a voting member replicating the coordinator's journal.
+	RoleFollower ReplicaRole = "Follower"
+	// RoleCandidate: an election is in progress.
+	RoleCandidate ReplicaRole = "Candidate"
+	// RoleStopped: no worker runs for this replica on its host.
+	RoleStopped ReplicaRole = "Stopped"
+)
+
+// AccessMode is the access mode a ReplicatedVolume was provisioned with; it
+// mirrors the source claim's access mode and never changes.
+// +kubebuilder:validation:Enum=ReadWriteOnce;ReadWriteOncePod;ReadOnlyMany;ReadWriteMany
+type AccessMode string
+
+const (
+	// AccessReadWriteOnce: read-write by the Pods of one node.
+	AccessReadWriteOnce AccessMode = "ReadWriteOnce"
+	// AccessReadWriteOncePod: read-write by a single Pod.
+	AccessReadWriteOncePod AccessMode = "ReadWriteOncePod"
+	// AccessReadOnlyMany: read-only by many nodes.
+	AccessReadOnlyMany AccessMode = "ReadOnlyMany"
+	// AccessReadWriteMany: read-write by many nodes.
+	AccessReadWriteMany AccessMode = "ReadWriteMany"
+)
+
+// Replica count bounds of a ReplicatedVolume (DESIGN.md §3).
+const (
+	MinReplicas     = 1
+	MaxReplicas     = 5
+	DefaultReplicas = 3
+)

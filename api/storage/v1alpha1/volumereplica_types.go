@@ -1,0 +1,173 @@
+package v1alpha1
+
+// VolumeReplica is one replica of a ReplicatedVolume, created by the manager
+// in the driver's namespace and run as a worker by the replica host of its
+// node (DESIGN.md §3–4, seed 003 "Storage and routing contract"). The manager
+// writes the spec; the replica host writes the status.
+//
+// Identity fields (volume, node, port, backing claim) never change: a replica
+// keeps its PVC, journal and Service identity for life, and a replacement is
+// a new VolumeReplica. The generation only grows, so a host can tell a stale
+// spec from a current one. Peers change with Raft membership.
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Port bounds of a replica listener: unprivileged ports only.
+const (
+	MinReplicaPort = 1024
+	MaxReplicaPort = 65535
+	// MaxPeers is MaxReplicas-1: a replica lists every other member.
+	MaxPeers = MaxReplicas - 1
+)
+
+// VolumeReplicaSpec is the manager's intent for one replica.
+type VolumeReplicaSpec struct {
+	// volumeName is the ReplicatedVolume this replica belongs to.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=60
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.volumeName is immutable"
+	VolumeName string `json:"volumeName"`
+
+	// node is the Kubernetes node whose replica host runs this replica; its
+	// backing claim is bound to the same node.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.node is immutable"
+	Node string `json:"node"`
+
+	// port is the worker's listener port on the node, allocated per node by
+	// the manager; the replica's selectorless Service routes to it.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:Minimum=1024
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.port is immutable"
+	Port int32 `json:"port"`
+
+	// peers are the other members of the volume's Raft group, by replica name
+	// and Service address. The replica itself is never listed.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=4
+	Peers []ReplicaPeer `json:"peers,omitempty"`
+
+	// backingClaimName is the PersistentVolumeClaim, in this namespace, that
+	// holds the replica's journal, checkpoints, identity and files.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.backingClaimName is immutable"
+	BackingClaimName string `json:"backingClaimName"`
+
+	// generation is the manager's lifecycle generation of this replica (not
+	// metadata.generation): a generation-guarded request such as a runtime
+	// transition raises it, and a host ignores intent older than what it has
+	// acted on. It never decreases.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:XValidation:rule="self >= oldSelf",message="spec.generation must not decrease"
+	Generation int64 `json:"generation,omitempty"`
+}
+
+// ReplicaPeer is another member of the replica's Raft group.
+type ReplicaPeer struct {
+	// name is the peer's VolumeReplica name; it is also its Raft server ID.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// address is the DNS name of the peer's replica Service (also the SAN of
+	// its certificate).
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Address string `json:"address"`
+
+	// port is the peer's listener port.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:Minimum=1024
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port"`
+}
+
+// VolumeReplicaStatus is what the replica host observed of its worker.
+type VolumeReplicaStatus struct {
+	// observedGeneration is the metadata.generation this status describes.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// role is the worker's current Raft role.
+	// +optional
+	Role ReplicaRole `json:"role,omitempty"`
+
+	// appliedIndex is the last journal index applied to the backing files.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	AppliedIndex int64 `json:"appliedIndex,omitempty"`
+
+	// lag is how many entries the replica is behind the coordinator's
+	// commit index, as last observed.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Lag int64 `json:"lag,omitempty"`
+
+	// conditions are Ready, Admitted, Published and ReplicaStateLost.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// VolumeReplica is one replica of a ReplicatedVolume, hosted as a Raft
+// worker by the replica host of its node.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,shortName=vr;vrep,categories=cellfleet
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Volume",type=string,JSONPath=`.spec.volumeName`
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.node`
+// +kubebuilder:printcolumn:name="Port",type=integer,JSONPath=`.spec.port`
+// +kubebuilder:printcolumn:name="Role",type=string,JSONPath=`.status.role`
+// +kubebuilder:printcolumn:name="Applied",type=integer,JSONPath=`.status.appliedIndex`
+// +kubebuilder:printcolumn:name="Lag",type=integer,JSONPath=`.status.lag`
+// +kubebuilder:printcolumn:name="Lost",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="ReplicaStateLost")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.peers) || self.spec.peers.all(p, p.name != self.metadata.name)",message="spec.peers must not list the replica itself"
+type VolumeReplica struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the manager's intent.
+	// +kubebuilder:validation:Required
+	Spec VolumeReplicaSpec `json:"spec"`
+
+	// status is the replica host's observation.
+	// +optional
+	Status VolumeReplicaStatus `json:"status,omitempty"`
+}
+
+// VolumeReplicaList is a list of VolumeReplicas.
+//
+// +kubebuilder:object:root=true
+type VolumeReplicaList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []VolumeReplica `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&VolumeReplica{}, &VolumeReplicaList{})
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMemberReplacementDelayFlag(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		want    time.Duration
+		wantErr string
+	}{
+		{name: "defaults to ten minutes", args: nil, want: 10 * time.Minute},
+		{name: "accepts exactly one minute", args: []string{"--member-replacement-delay=1m"}, want: time.Minute},
+		{name: "accepts an hour", args: []string{"--member-replacement-delay=1h"}, want: time.Hour},
+		{name: "refuses below one minute", args: []string{"--member-replacement-delay=59s"},
+			wantErr: "below the minimum of 1m0s"},
+		{name: "refuses zero", args: []string{"--member-replacement-delay=0s"}, wantErr: "below the minimum"},
+		{name: "refuses a non-duration", args: []string{"--member-replacement-delay=soon"}, wantErr: "invalid value"},
+		{name: "refuses stray arguments", args: []string{"extra"}, wantErr: "unexpected arguments"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parseFlags(tc.args)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("parseFlags(%q) error = %v, want one containing %q", tc.args, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseFlags(%q): %v", tc.args, err)
+			}
+			if o.memberReplacementDelay != tc.want {
+				t.Fatalf("member replacement delay = %s, want %s", o.memberReplacementDelay, tc.want)
+			}
+		})
+	}
+}
+
+func TestFleetNamespacesFlag(t *testing.T) {
+	cases := []struct {
+		arg     string
+		want    []string
+		wantErr string
+	}{
+		{arg: "", want: []string{"celld"}},
+		{arg: "--fleet-namespaces=a,b, a", want: []string{"a", "b"}},
+		{arg: "--fleet-namespaces=Bad_NS", wantErr: "is not a namespace name"},
+		{arg: "--fleet-namespaces=,", wantErr: "at least one namespace"},
+	}
+	for _, tc := range cases {
+		var args []string
+		if tc.arg != "" {
+			args = []string{tc.arg}
+		}
+		o, err := parseFlags(args)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("parseFlags(%q) error = %v, want one containing %q", tc.arg, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || strings.Join(o.fleetNamespaces, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("parseFlags(%q) = %v, %v; want %v", tc.arg, o.fleetNamespaces, err, tc.want)
+		}
+	}
+}
