@@ -19,6 +19,8 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "celld.eric.dev", Version: "v1alpha1"}
 
 	// SchemeBuilder registers this API's types with a scheme.
+	//
+	//lint:ignore SA1019 kubebuilder's layout: types register themselves in init(); the only cost is a controller-runtime import in the API package
 	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
 
 	// AddToScheme adds this API's types to a scheme.
