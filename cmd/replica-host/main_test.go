@@ -1,0 +1,37 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRunFlagsRejectBadValuesWithAClearMessage(t *testing.T) {
+	cases := map[string]struct {
+		args []string
+		want string
+	}{
+		"no config":         {[]string{}, "-config is required"},
+		"zero workers":      {[]string{"-config", "x", "-max-workers", "0"}, "max-workers must be at least 1"},
+		"negative starts":   {[]string{"-config", "x", "-max-concurrent-starts", "-1"}, "max-concurrent-starts must be at least 1"},
+		"tiny segments":     {[]string{"-config", "x", "-journal-segment-bytes", "10"}, "-journal-segment-bytes must be between"},
+		"no bandwidth":      {[]string{"-config", "x", "-rebuild-bandwidth-mib", "0"}, "-rebuild-bandwidth-mib must be between"},
+		"unknown log level": {[]string{"-config", "x", "-log-level", "loud"}, "-log-level"},
+		"stray argument":    {[]string{"-config", "x", "serve"}, "unknown argument"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := parseRun(tc.args)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want an error containing %q, got %v", tc.want, err)
+			}
+		})
+	}
+	f, err := parseRun([]string{"-config", "host.json"})
+	if err != nil {
+		t.Fatalf("defaults must be valid: %v", err)
+	}
+	if f.limits.MaxWorkers != 128 || f.limits.MaxStarts != 4 || f.limits.MaxHTTPOperations != 32 ||
+		f.limits.MaxCaptures != 2 || f.limits.MaxRebuilds != 2 || f.limits.RebuildBandwidth != 32<<20 {
+		t.Fatalf("defaults differ from the seed's bounds: %+v", f.limits)
+	}
+}

@@ -1,0 +1,76 @@
+package local
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/cellfleet/cellfleet/internal/csi/publication"
+)
+
+// volume is one provisioned backing volume.
+type volume struct {
+	ID            string `json:"id"`
+	Name          string `json:"name"` // the CreateVolume name, for idempotency
+	CapacityBytes int64  `json:"capacityBytes"`
+	// Published maps each ordinary target path to its read-only flag.
+	Published map[string]bool `json:"published,omitempty"`
+}
+
+// stateFile is the driver's persistent state: every provisioned volume and
+// its ordinary publications. Exclusive publications live in
+// publication.Store, written before their mounts.
+type stateFile struct {
+	path    string
+	Volumes map[string]*volume `json:"volumes"`
+}
+
+func loadState(path string) (*stateFile, error) {
+	s := &stateFile{path: path, Volumes: map[string]*volume{}}
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read local driver state: %w", err)
+	}
+	if err := json.Unmarshal(raw, s); err != nil {
+		return nil, fmt.Errorf("local driver state %s is corrupt: %w", path, err)
+	}
+	if s.Volumes == nil {
+		s.Volumes = map[string]*volume{}
+	}
+	return s, nil
+}
+
+// save persists the state durably (fsync of file and directory).
+func (s *stateFile) save() error {
+	raw, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode local driver state: %w", err)
+	}
+	if err := publication.WriteFileSync(s.path, raw); err != nil {
+		return fmt.Errorf("persist local driver state: %w", err)
+	}
+	return nil
+}
+
+func (s *stateFile) byName(name string) *volume {
+	for _, v := range s.Volumes {
+		if v.Name == name {
+			return v
+		}
+	}
+	return nil
+}
+
+// volumeID derives a stable, path-safe ID from the CreateVolume name, so a
+// retried CreateVolume finds the same directory even after a crash between
+// mkdir and saving state.
+func volumeID(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return "lv-" + hex.EncodeToString(sum[:16])
+}

@@ -1,0 +1,102 @@
+package replicated
+
+import (
+	"context"
+	"errors"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// HealthReason is the CamelCase reason of a volume health entry.
+type HealthReason string
+
+const (
+	// ReasonOwnerGone: the staging mount answers ENOTCONN; its FUSE owner
+	// died. Unstage and stage again to recover (seed 003: transparent
+	// open-descriptor recovery is not promised).
+	ReasonOwnerGone HealthReason = "MountOwnerGone"
+	// ReasonNotMounted: the volume is recorded as staged but nothing is
+	// mounted at its staging path.
+	ReasonNotMounted HealthReason = "StagingNotMounted"
+)
+
+// knownPath reports whether id is staged here and whether path is its
+// staging path or one of its publications.
+func (d *Driver) knownPath(id, path string) (bool, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	v, ok := d.state.Volumes[id]
+	if !ok {
+		return false, false
+	}
+	_, published := v.Published[path]
+	return true, path == v.StagingPath || published
+}
+
+// NodeGetVolumeStats reports statfs of the staged or published path.
+func (n *Node) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
+	id, path := req.GetVolumeId(), req.GetVolumePath()
+	if id == "" {
+		return nil, status.Error(codes.InvalidArgument, "NodeGetVolumeStats: volume_id is required")
+	}
+	if path == "" {
+		return nil, status.Errorf(codes.InvalidArgument, "NodeGetVolumeStats %s: volume_path is required", id)
+	}
+	known, atPath := n.d.knownPath(id, path)
+	if !known {
+		return nil, status.Errorf(codes.NotFound, "NodeGetVolumeStats: volume %s is not staged on this node", id)
+	}
+	if !atPath {
+		return nil, status.Errorf(codes.NotFound, "NodeGetVolumeStats %s: not staged or published at %s", id, path)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		if errors.Is(err, unix.ENOTCONN) {
+			return nil, status.Errorf(codes.FailedPrecondition, "NodeGetVolumeStats %s: mount owner gone (ENOTCONN) at %s", id, path)
+		}
+		return nil, status.Errorf(codes.Internal, "NodeGetVolumeStats %s: statfs %s: %v", id, path, err)
+	}
+	bs := st.Bsize
+	return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{
+		{Unit: csi.VolumeUsage_BYTES, Total: int64(st.Blocks) * bs, Available: int64(st.Bavail) * bs, Used: int64(st.Blocks-st.Bfree) * bs},
+		{Unit: csi.VolumeUsage_INODES, Total: int64(st.Files), Available: int64(st.Ffree), Used: int64(st.Files - st.Ffree)},
+	}}, nil
+}
+
+// NodeGetVolumeHealth is this spec version's volume condition: the staging
+// mount is INACCESSIBLE when its owner died (ENOTCONN) or it is missing.
+func (n *Node) NodeGetVolumeHealth(_ context.Context, req *csi.NodeGetVolumeHealthRequest) (*csi.NodeGetVolumeHealthResponse, error) {
+	d := n.d
+	id := req.GetVolumeId()
+	if id == "" {
+		return nil, status.Error(codes.InvalidArgument, "NodeGetVolumeHealth: volume_id is required")
+	}
+	d.mu.Lock()
+	v, ok := d.state.Volumes[id]
+	var staging string
+	if ok {
+		staging = v.StagingPath
+	}
+	d.mu.Unlock()
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "NodeGetVolumeHealth: volume %s is not staged on this node", id)
+	}
+	h := &csi.VolumeHealth{VolumeId: id}
+	entry := func(r HealthReason, msg string) {
+		h.HealthStatuses = append(h.HealthStatuses, &csi.VolumeHealth_VolumeHealthEntry{
+			Status: csi.VolumeHealthErrorType_INACCESSIBLE, Reason: string(r), Message: msg})
+	}
+	mounted, dead, err := mountHealth(staging)
+	switch {
+	case err != nil:
+		return nil, status.Errorf(codes.Internal, "NodeGetVolumeHealth %s: %v", id, err)
+	case dead:
+		entry(ReasonOwnerGone, "the FUSE mount at "+staging+" answers ENOTCONN: its mount owner is gone; unstage and stage again")
+	case !mounted:
+		entry(ReasonNotMounted, "nothing is mounted at the staging path "+staging)
+	}
+	return &csi.NodeGetVolumeHealthResponse{VolumeHealth: h}, nil
+}

@@ -1,0 +1,142 @@
+package fuse
+
+// Open files: read, write, flush, fsync, release, fallocate, lseek.
+//
+// A WRITE is answered only after the engine committed it on a quorum (write
+// batching joins concurrent writes into one entry), so flush and fsync have
+// nothing left to wait for: when close or fsync returns, every write before
+// it is committed. With the optional writeback cache the kernel holds dirty
+// pages and sends them before FLUSH and FSYNC, which again return after the
+// commit. File locks (flock, POSIX) are the kernel's own, within this mount.
+
+import (
+	"context"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+type handle struct {
+	fsys *filesystem
+	ino  uint64
+	in   *fs.Inode
+}
+
+var (
+	_ fs.FileReader    = (*handle)(nil)
+	_ fs.FileWriter    = (*handle)(nil)
+	_ fs.FileFlusher   = (*handle)(nil)
+	_ fs.FileFsyncer   = (*handle)(nil)
+	_ fs.FileReleaser  = (*handle)(nil)
+	_ fs.FileAllocater = (*handle)(nil)
+	_ fs.FileLseeker   = (*handle)(nil)
+)
+
+// openHandle registers an open file (for the orphan table).
+func (f *filesystem) openHandle(in *fs.Inode) (*handle, syscall.Errno) {
+	ino := in.StableAttr().Ino
+	if f.orphans.opened(ino) {
+		// A name of this inode was removed while the kernel was opening
+		// it: the inode may be gone.
+		if _, err := f.cl.GetAttr(opCtx(), ino); err != nil {
+			f.orphans.closed(ino)
+			return nil, f.errno("open", ino, err)
+		}
+	}
+	return &handle{fsys: f, ino: ino, in: in}, 0
+}
+
+// openFlags keeps the page cache across opens on single-writer volumes;
+// shared volumes drop it at each open (close-to-open consistency).
+func (f *filesystem) openFlags() uint32 {
+	if f.opt.SingleWriter {
+		return fuse.FOPEN_KEEP_CACHE
+	}
+	return 0
+}
+
+// Open opens a file. Permission checks are the kernel's.
+func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if n.fsys.opt.ReadOnly && flags&syscall.O_ACCMODE != syscall.O_RDONLY {
+		return nil, 0, syscall.EROFS
+	}
+	h, e := n.fsys.openHandle(n.EmbeddedInode())
+	if e != 0 {
+		return nil, 0, e
+	}
+	return h, n.fsys.openFlags(), 0
+}
+
+// Read reads from the coordinator's applied state.
+func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	b, err := h.fsys.cl.Read(opCtx(), h.ino, uint64(off), uint32(len(dest)))
+	if err != nil {
+		return nil, h.fsys.errno("read", h.ino, err)
+	}
+	return fuse.ReadResultData(b), 0
+}
+
+// Write commits data; it returns once a quorum holds it.
+func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	if h.fsys.opt.ReadOnly {
+		return 0, syscall.EROFS
+	}
+	_, err := h.fsys.batch.write(h.ino, uint64(off), data)
+	if err != nil {
+		// The kernel's idea of the size may now be wrong (an uncertain
+		// write may have extended the file): drop it, after this request
+		// has released the pages it holds.
+		go h.invalidate()
+		return 0, h.fsys.errno("write", h.ino, err)
+	}
+	return uint32(len(data)), 0
+}
+
+// Flush has nothing to wait for: every write was committed when answered.
+func (h *handle) Flush(ctx context.Context) syscall.Errno { return 0 }
+
+// Fsync likewise: committed on a quorum means durable on a quorum.
+func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno { return 0 }
+
+// Release closes the handle; the last one frees a deleted file.
+func (h *handle) Release(ctx context.Context) syscall.Errno {
+	h.fsys.orphans.closed(h.ino)
+	return 0
+}
+
+// Allocate is fallocate(2): modes 0, KEEP_SIZE and PUNCH_HOLE|KEEP_SIZE.
+func (h *handle) Allocate(ctx context.Context, off uint64, size uint64, mode uint32) syscall.Errno {
+	if h.fsys.opt.ReadOnly {
+		return syscall.EROFS
+	}
+	_, err := h.fsys.cl.Fallocate(opCtx(), h.ino, mode, off, size)
+	go h.invalidate()
+	return h.fsys.errno("fallocate", h.ino, err)
+}
+
+// Lseek answers SEEK_DATA and SEEK_HOLE: the engine does not report holes,
+// so all of a file is data and its only hole is at the end (as POSIX allows).
+func (h *handle) Lseek(ctx context.Context, off uint64, whence uint32) (uint64, syscall.Errno) {
+	a, err := h.fsys.cl.GetAttr(opCtx(), h.ino)
+	if err != nil {
+		return 0, h.fsys.errno("lseek", h.ino, err)
+	}
+	switch whence {
+	case unix.SEEK_DATA:
+		if off >= a.Size {
+			return 0, syscall.ENXIO
+		}
+		return off, 0
+	case unix.SEEK_HOLE:
+		if off > a.Size {
+			return 0, syscall.ENXIO
+		}
+		return a.Size, 0
+	}
+	return 0, syscall.EINVAL
+}
+
+// invalidate drops the kernel's cached attributes and pages of the file.
+func (h *handle) invalidate() { _ = h.in.NotifyContent(0, 0) }

@@ -1,0 +1,147 @@
+package fuse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+	"sync"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+
+	"github.com/cellfleet/cellfleet/internal/replica/client"
+)
+
+// FSType is the mount table's type suffix: mounts show as "fuse.cellfleet".
+const FSType = "cellfleet"
+
+// Mount is one mounted volume.
+type Mount struct {
+	target string
+	srv    *fuse.Server
+	fsys   *filesystem
+	once   sync.Once
+	done   chan struct{}
+}
+
+// MountVolume mounts the volume cl reaches at target and serves it until
+// Unmount. The client is the mount's: Unmount closes it.
+func MountVolume(ctx context.Context, target string, cl *client.Client, o Options) (*Mount, error) {
+	opt, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	fsys := &filesystem{cl: cl, opt: opt, log: opt.Logger.With("volume", opt.Volume, "target", target)}
+	fsys.orphans = newOrphans(cl, opt.OwnerKey)
+	// The root must answer before the kernel is involved: a volume without
+	// a quorum fails the mount instead of hanging the first stat.
+	root, err := cl.GetAttr(ctx, client.RootIno)
+	if err != nil {
+		return nil, fmt.Errorf("volume %s: read the root directory: %w", opt.Volume, err)
+	}
+	if !opt.ReadOnly {
+		if err := fsys.orphans.sweep(); err != nil {
+			return nil, fmt.Errorf("volume %s: remove orphans of an earlier mount: %w", opt.Volume, err)
+		}
+	}
+	fsys.batch = newBatcher(cl, opt.Batch)
+	rootNode := &node{fsys: fsys}
+	rootNode.remember(root)
+	srv, err := fs.Mount(target, rootNode, fsys.fsOptions())
+	if err != nil {
+		fsys.batch.close()
+		return nil, fmt.Errorf("mount volume %s at %s: %w", opt.Volume, target, err)
+	}
+	m := &Mount{target: target, srv: srv, fsys: fsys, done: make(chan struct{})}
+	go func() {
+		srv.Wait()
+		m.finish()
+	}()
+	fsys.log.Info("volume mounted", "singleWriter", opt.SingleWriter, "readOnly", opt.ReadOnly)
+	return m, nil
+}
+
+func (f *filesystem) fsOptions() *fs.Options {
+	ttl := f.opt.ttl()
+	flags := uintptr(syscall.MS_NOSUID | syscall.MS_NODEV)
+	if f.opt.ReadOnly {
+		flags |= syscall.MS_RDONLY
+	}
+	o := &fs.Options{
+		EntryTimeout:    &ttl,
+		AttrTimeout:     &ttl,
+		NegativeTimeout: &ttl,
+		NullPermissions: true,
+		RootStableAttr:  &fs.StableAttr{Ino: client.RootIno, Mode: syscall.S_IFDIR},
+		MountOptions: fuse.MountOptions{
+			AllowOther: true,
+			// The kernel enforces POSIX permissions (owner.go).
+			Options:          []string{"default_permissions"},
+			FsName:           "cellfleet:" + f.opt.Volume,
+			Name:             FSType,
+			MaxWrite:         MaxWrite,
+			MaxReadAhead:     maxReadAhead,
+			MaxBackground:    maxBackground,
+			DirectMount:      true,
+			DirectMountFlags: flags,
+			Debug:            f.opt.Debug,
+		},
+	}
+	if f.opt.Writeback {
+		o.MountOptions.ExtraCapabilities = fuse.CAP_WRITEBACK_CACHE
+	}
+	if f.opt.Debug {
+		o.MountOptions.Logger = log.New(slogWriter{f.log}, "", 0)
+	}
+	return o
+}
+
+// Target is the mount point.
+func (m *Mount) Target() string { return m.target }
+
+// Done is closed when the kernel connection ended (unmounted or aborted).
+func (m *Mount) Done() <-chan struct{} { return m.done }
+
+func (m *Mount) finish() {
+	m.once.Do(func() {
+		m.fsys.batch.close()
+		m.fsys.cl.Close()
+		m.fsys.log.Info("volume unmounted")
+		close(m.done)
+	})
+}
+
+// Unmount detaches the mount. A busy mount is detached lazily: it disappears
+// from the tree at once and is served until its last open file closes.
+func (m *Mount) Unmount(ctx context.Context) error {
+	err := unix.Unmount(m.target, 0)
+	if errors.Is(err, syscall.EBUSY) {
+		m.fsys.log.Warn("mount busy, detaching lazily")
+		err = unix.Unmount(m.target, unix.MNT_DETACH)
+	}
+	if err != nil && !errors.Is(err, syscall.EINVAL) {
+		return fmt.Errorf("unmount %s: %w", m.target, err)
+	}
+	if errors.Is(err, syscall.EINVAL) {
+		// Not mounted any more: the connection is gone or going.
+		m.fsys.log.Warn("target was no longer mounted")
+	}
+	select {
+	case <-m.done:
+	case <-ctx.Done():
+		// Detached but still busy; finish() runs when it drains.
+	}
+	return nil
+}
+
+// slogWriter sends go-fuse's debug log lines to slog.
+type slogWriter struct{ log *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.log.Debug(string(p))
+	return len(p), nil
+}

@@ -1,0 +1,93 @@
+package fuse
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+)
+
+// Cache settings. A single-writer volume (ReadWriteOnce, ReadWriteOncePod)
+// has exactly one mount, so nothing but this kernel changes it: the kernel may
+// keep attributes, names and pages for as long as it likes, and this mount
+// invalidates what it changes itself. docs/performance.md (## FUSE mount)
+// records the stat rate these settings buy.
+const (
+	singleWriterTTL = time.Hour
+	// sharedTTL is zero: on a volume several mounts write, every stat and
+	// path walk asks the coordinator, and pages are dropped at each open
+	// (close-to-open consistency).
+	sharedTTL = 0
+)
+
+// Transfer settings, each measured in docs/performance.md (## FUSE mount).
+const (
+	// MaxWrite is the largest WRITE and READ request the kernel sends: 1 MiB,
+	// the kernel's own ceiling (fs.fuse.max_pages_limit = 256 pages).
+	MaxWrite = 1 << 20
+	// maxReadAhead lets sequential reads arrive as 1 MiB requests.
+	maxReadAhead = 1 << 20
+	// maxBackground is how many asynchronous requests (readahead, and
+	// writeback when enabled) the kernel keeps in flight.
+	maxBackground = 64
+)
+
+// Options configures one mount.
+type Options struct {
+	// Volume names the volume in logs and in the mount table ("cellfleet:<volume>").
+	Volume string
+	// SingleWriter enables attribute, entry and page caching (see above).
+	SingleWriter bool
+	// ReadOnly mounts read-only: every mutation answers EROFS.
+	ReadOnly bool
+	// OwnerKey identifies this mount's holder (the node) in orphan names,
+	// so that a later mount on the same node removes what a crashed one
+	// left behind, and never another node's. Default: the host name.
+	OwnerKey string
+	// Batch bounds write batching; zero fields take the defaults.
+	Batch BatchOptions
+	// Writeback enables the kernel's writeback cache (single-writer only):
+	// write(2) returns once the kernel holds the data; fsync and close then
+	// wait until it is committed. Off by default (see docs/fuse.md).
+	Writeback bool
+	// Debug logs every FUSE request.
+	Debug  bool
+	Logger *slog.Logger
+}
+
+func (o *Options) withDefaults() (Options, error) {
+	opt := *o
+	if opt.Volume == "" {
+		return opt, errors.New("fuse options: volume name is required")
+	}
+	if strings.ContainsAny(opt.Volume, ", \t\n") {
+		return opt, fmt.Errorf("fuse options: volume name %q must not contain commas or spaces", opt.Volume)
+	}
+	if opt.Writeback && !opt.SingleWriter {
+		return opt, errors.New("fuse options: the writeback cache needs a single-writer volume")
+	}
+	if opt.OwnerKey == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return opt, fmt.Errorf("fuse options: owner key: %w", err)
+		}
+		opt.OwnerKey = h
+	}
+	if strings.ContainsAny(opt.OwnerKey, "/.\x00") {
+		opt.OwnerKey = strings.NewReplacer("/", "_", ".", "_", "\x00", "_").Replace(opt.OwnerKey)
+	}
+	opt.Batch = opt.Batch.withDefaults()
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	return opt, nil
+}
+
+func (o *Options) ttl() time.Duration {
+	if o.SingleWriter {
+		return singleWriterTTL
+	}
+	return sharedTTL
+}

@@ -1,0 +1,85 @@
+package client
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cellfleet/cellfleet/internal/replica/wire"
+)
+
+// current returns the stream to the worker the client believes coordinates,
+// dialing it if needed.
+func (c *Client) current(ctx context.Context) (*conn, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, ErrClosed
+	}
+	ep := c.cfg.Endpoints[c.target]
+	if cn := c.conns[ep.ID]; cn != nil && !cn.broken() {
+		c.mu.Unlock()
+		return cn, nil
+	}
+	session := c.session
+	c.mu.Unlock()
+	cn, err := dialConn(ctx, &c.cfg, ep, session)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		cn.close()
+		return nil, ErrClosed
+	}
+	if old := c.conns[ep.ID]; old != nil && !old.broken() {
+		cn.close()
+		return old, nil
+	}
+	c.conns[ep.ID] = cn
+	return cn, nil
+}
+
+func (c *Client) drop(cn *conn) {
+	cn.close()
+	c.mu.Lock()
+	if c.conns[cn.ep.ID] == cn {
+		delete(c.conns, cn.ep.ID)
+	}
+	c.mu.Unlock()
+}
+
+// follow switches to the coordinator a worker named; it reports whether that
+// is a change worth an immediate retry.
+func (c *Client) follow(rep wire.Reply) bool {
+	if rep.LeaderID == "" {
+		return false
+	}
+	i, err := c.endpointIndex(rep.LeaderID)
+	if err != nil {
+		c.log.Warn("ignoring coordinator hint", "error", err)
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.target == i {
+		return false
+	}
+	c.target = i
+	return true
+}
+
+func (c *Client) rotate() {
+	c.mu.Lock()
+	c.target = (c.target + 1) % len(c.cfg.Endpoints)
+	c.mu.Unlock()
+}
+
+func (c *Client) endpointIndex(id string) (int, error) {
+	for i, ep := range c.cfg.Endpoints {
+		if ep.ID == id {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("coordinator %q is not one of the volume's endpoints", id)
+}

@@ -1,0 +1,75 @@
+package fsm
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// fileCache keeps backing files of recently written inodes open. It is
+// changed only under the FSM's write lock; queries open their own handles.
+type fileCache struct {
+	dir  string
+	open map[uint64]*os.File
+}
+
+const maxOpenFiles = 256
+
+func newFileCache(dir string) *fileCache {
+	return &fileCache{dir: dir, open: map[uint64]*os.File{}}
+}
+
+func (c *fileCache) path(ino uint64) string {
+	return filepath.Join(c.dir, strconv.FormatUint(ino, 16))
+}
+
+func (c *fileCache) create(ino uint64) error {
+	fh, err := os.OpenFile(c.path(ino), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("create backing file for inode %d: %w", ino, err)
+	}
+	c.put(ino, fh)
+	return nil
+}
+
+func (c *fileCache) get(ino uint64) (*os.File, error) {
+	if fh := c.open[ino]; fh != nil {
+		return fh, nil
+	}
+	fh, err := os.OpenFile(c.path(ino), os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open backing file for inode %d: %w", ino, err)
+	}
+	c.put(ino, fh)
+	return fh, nil
+}
+
+func (c *fileCache) put(ino uint64, fh *os.File) {
+	if len(c.open) >= maxOpenFiles {
+		for k, old := range c.open { // any victim will do
+			old.Close()
+			delete(c.open, k)
+			break
+		}
+	}
+	c.open[ino] = fh
+}
+
+func (c *fileCache) remove(ino uint64) error {
+	if fh := c.open[ino]; fh != nil {
+		fh.Close()
+		delete(c.open, ino)
+	}
+	if err := os.Remove(c.path(ino)); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("remove backing file for inode %d: %w", ino, err)
+	}
+	return nil
+}
+
+func (c *fileCache) closeAll() {
+	for k, fh := range c.open {
+		fh.Close()
+		delete(c.open, k)
+	}
+}

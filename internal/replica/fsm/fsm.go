@@ -1,0 +1,292 @@
+package fsm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/cellfleet/cellfleet/internal/replica/wire"
+)
+
+// Limits bounds the state machine.
+type Limits struct {
+	Capacity    uint64 // logical bytes of file data; ENOSPC beyond
+	MaxSessions int    // exactly-once sessions kept (least recently used evicted)
+	MaxWindow   int    // unacknowledged results kept per session
+}
+
+// DefaultLimits returns the limits used when a field is zero.
+func DefaultLimits() Limits {
+	return Limits{Capacity: 1 << 30, MaxSessions: 256, MaxWindow: 1024}
+}
+
+// Capture bounds concurrent checkpoint captures across a host. Acquire
+// returns false when no slot is free; the capture is then retried at the
+// next checkpoint interval rather than queued.
+type Capture interface {
+	TryAcquire() bool
+	Release()
+}
+
+// Options configures an FSM.
+type Options struct {
+	Dir     string // the replica's data directory; the FSM owns Dir/tree, Dir/staging, Dir/captures
+	Limits  Limits
+	Capture Capture // nil: unbounded
+	Logger  *slog.Logger
+	// OnCheckpoint reports a captured checkpoint's size in bytes.
+	OnCheckpoint func(bytes int64)
+	// OnRestore reports how long installing a checkpoint took.
+	OnRestore func(d time.Duration)
+	// OnFail is called once when a backing disk error stops the state
+	// machine.
+	OnFail func(error)
+}
+
+// FSM is the state machine. Apply, Snapshot and Restore are called by raft
+// on one goroutine; queries run concurrently under the read lock.
+type FSM struct {
+	opt  Options
+	log  *slog.Logger
+	tree string
+
+	mu    sync.RWMutex
+	st    *state
+	files *fileCache
+
+	appliedMu sync.Mutex
+	applied   uint64
+	advanced  chan struct{}
+
+	failMu sync.Mutex
+	failed error
+}
+
+// New discards any tree left by a previous run (the journal and checkpoints
+// are the authority) and returns an empty state machine.
+func New(opt Options) (*FSM, error) {
+	def := DefaultLimits()
+	if opt.Limits.Capacity == 0 {
+		opt.Limits.Capacity = def.Capacity
+	}
+	if opt.Limits.MaxSessions <= 0 {
+		opt.Limits.MaxSessions = def.MaxSessions
+	}
+	if opt.Limits.MaxWindow <= 0 {
+		opt.Limits.MaxWindow = def.MaxWindow
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	f := &FSM{opt: opt, log: opt.Logger, tree: filepath.Join(opt.Dir, "tree"), advanced: make(chan struct{})}
+	for _, d := range []string{"tree", "tree.old", "staging", "captures"} {
+		if err := os.RemoveAll(filepath.Join(opt.Dir, d)); err != nil {
+			return nil, fmt.Errorf("discard %s of a previous run: %w", d, err)
+		}
+	}
+	if err := os.MkdirAll(f.tree, 0o700); err != nil {
+		return nil, fmt.Errorf("create backing tree: %w", err)
+	}
+	f.st = newState(0)
+	f.files = newFileCache(f.tree)
+	return f, nil
+}
+
+// Close releases open backing files.
+func (f *FSM) Close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.files.closeAll()
+}
+
+// Failed returns the disk error that stopped the state machine, if any. A
+// failed state machine applies nothing more: its replica must stop rather
+// than diverge.
+func (f *FSM) Failed() error {
+	f.failMu.Lock()
+	defer f.failMu.Unlock()
+	return f.failed
+}
+
+func (f *FSM) fail(err error) {
+	f.failMu.Lock()
+	defer f.failMu.Unlock()
+	if f.failed == nil {
+		f.failed = err
+		f.log.Error("state machine stopped on a backing disk error", "error", err)
+		if f.opt.OnFail != nil {
+			go f.opt.OnFail(err)
+		}
+	}
+}
+
+// ErrFailed is returned by queries once the state machine has failed.
+var ErrFailed = errors.New("replica state machine failed")
+
+// Applied returns the index of the last applied log entry.
+func (f *FSM) Applied() uint64 {
+	f.appliedMu.Lock()
+	defer f.appliedMu.Unlock()
+	return f.applied
+}
+
+// NextIno returns the lowest inode number never used.
+func (f *FSM) NextIno() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.NextIno
+}
+
+// WaitApplied blocks until the applied index reaches idx.
+func (f *FSM) WaitApplied(ctx context.Context, idx uint64) error {
+	for {
+		f.appliedMu.Lock()
+		if f.applied >= idx {
+			f.appliedMu.Unlock()
+			return nil
+		}
+		ch := f.advanced
+		f.appliedMu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for applied index %d: %w", idx, ctx.Err())
+		}
+	}
+}
+
+func (f *FSM) setApplied(idx uint64) {
+	f.appliedMu.Lock()
+	if idx > f.applied {
+		f.applied = idx
+		close(f.advanced)
+		f.advanced = make(chan struct{})
+	}
+	f.appliedMu.Unlock()
+}
+
+// StoreConfiguration records that a membership entry was applied, so the
+// applied index the coordinator waits on covers configuration entries too
+// (raft.ConfigurationStore).
+func (f *FSM) StoreConfiguration(index uint64, _ raft.Configuration) { f.setApplied(index) }
+
+var _ raft.ConfigurationStore = (*FSM)(nil)
+
+// Apply applies one committed entry and returns []wire.Result (or an error
+// for an entry that does not decode, which no coordinator proposes).
+func (f *FSM) Apply(l *raft.Log) interface{} {
+	defer f.setApplied(l.Index)
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	en, err := wire.DecodeEntry(l.Data)
+	if err != nil {
+		// Deterministic on every replica: the same bytes fail the same way.
+		f.log.Error("journal entry does not decode; skipped on every replica", "index", l.Index, "error", err)
+		return fmt.Errorf("entry %d: %w", l.Index, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.st.Applied = l.Index
+	results := make([]wire.Result, len(en.Ops))
+	for i := range en.Ops {
+		results[i] = f.applyOnce(l.Index, en.Time, &en.Ops[i])
+	}
+	return results
+}
+
+// applyOnce applies op unless its session already has a result for it.
+func (f *FSM) applyOnce(index uint64, now int64, op *wire.Op) wire.Result {
+	if f.Failed() != nil {
+		return errno(syscall.EIO) // this replica stopped applying
+	}
+	if op.Kind == wire.KindRegister {
+		f.register(index, op.Session)
+		return wire.Result{}
+	}
+	s := f.st.Sessions[op.Session]
+	if s == nil {
+		return wire.Result{Errno: wire.ErrnoSessionExpired}
+	}
+	s.LastUsed = index
+	if op.Seq < s.Floor {
+		return wire.Result{Errno: wire.ErrnoStaleSequence}
+	}
+	if acked := min(op.Acked, op.Seq); acked > s.Floor {
+		for seq := range s.Results {
+			if seq < acked {
+				delete(s.Results, seq)
+			}
+		}
+		s.Floor = acked
+	}
+	if r, ok := s.Results[op.Seq]; ok {
+		return r
+	}
+	if len(s.Results) >= f.opt.Limits.MaxWindow {
+		return wire.Result{Errno: wire.ErrnoWindowFull}
+	}
+	if op.Time == 0 {
+		op.Time = now
+	}
+	r := f.mutate(op)
+	s.Results[op.Seq] = r
+	return r
+}
+
+func (f *FSM) register(index, id uint64) {
+	if s := f.st.Sessions[id]; s != nil {
+		s.LastUsed = index
+		return
+	}
+	f.st.Sessions[id] = &session{ID: id, LastUsed: index, Results: map[uint64]wire.Result{}}
+	for len(f.st.Sessions) > f.opt.Limits.MaxSessions {
+		var victim *session
+		for _, s := range f.st.Sessions {
+			if victim == nil || s.LastUsed < victim.LastUsed || (s.LastUsed == victim.LastUsed && s.ID < victim.ID) {
+				victim = s
+			}
+		}
+		delete(f.st.Sessions, victim.ID)
+		f.freeOrphans(victim.ID)
+	}
+}
+
+func (f *FSM) mutate(op *wire.Op) wire.Result {
+	switch op.Kind {
+	case wire.KindCreate, wire.KindMkdir, wire.KindMknod, wire.KindSymlink:
+		return f.makeNode(op)
+	case wire.KindLink:
+		return f.link(op)
+	case wire.KindUnlink:
+		return f.unlink(op, false)
+	case wire.KindRmdir:
+		return f.unlink(op, true)
+	case wire.KindRename:
+		return f.rename(op)
+	case wire.KindWrite:
+		return f.write(op)
+	case wire.KindTruncate:
+		return f.truncate(op.Ino, op.Size, op.Time)
+	case wire.KindFallocate:
+		return f.fallocate(op)
+	case wire.KindSetattr:
+		return f.setattr(op)
+	case wire.KindSetxattr:
+		return f.setxattr(op)
+	case wire.KindRemovexattr:
+		return f.removexattr(op)
+	case wire.KindRelease:
+		return f.release(op)
+	default:
+		return errno(syscall.EINVAL)
+	}
+}

@@ -1,0 +1,365 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cellfleet/cellfleet/internal/replica"
+)
+
+// Config configures a host.
+type Config struct {
+	StateDir    string // host storage: the initialisation history
+	Limits      Limits
+	SegmentSize int
+	Logger      *slog.Logger
+}
+
+// Host runs workers.
+type Host struct {
+	cfg      Config
+	log      *slog.Logger
+	hist     history
+	starts   *slots
+	http     *slots
+	captures *slots
+	out      *outbound
+	metrics  *metrics
+
+	mu      sync.Mutex
+	workers map[string]*hosted
+	closed  bool
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+type hosted struct {
+	spec   WorkerSpec
+	worker *replica.Worker
+	mu     sync.Mutex
+	state  replica.State // until the worker exists
+	reason string
+}
+
+// ConditionType is the host's explicit answer past a bound.
+type ConditionType string
+
+// Condition types.
+const (
+	ConditionPending     ConditionType = "Pending"
+	ConditionUnavailable ConditionType = "Unavailable"
+)
+
+// Reason says which bound produced a condition.
+type Reason string
+
+// Reasons.
+const (
+	ReasonWorkerLimitReached        Reason = "WorkerLimitReached"
+	ReasonStartLimitReached         Reason = "StartLimitReached"
+	ReasonHTTPOperationLimitReached Reason = "HTTPOperationLimitReached"
+)
+
+// Condition is the host's explicit answer past a bound.
+type Condition struct {
+	Condition ConditionType `json:"condition"`
+	Reason    Reason        `json:"reason"`
+	Message   string        `json:"message"`
+}
+
+// Error makes a Condition an error.
+func (c *Condition) Error() string {
+	return string(c.Condition) + ": " + string(c.Reason) + ": " + c.Message
+}
+
+// New creates a host.
+func New(cfg Config) (*Host, error) {
+	if err := cfg.Limits.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.StateDir == "" {
+		return nil, errors.New("host state directory is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &Host{cfg: cfg, log: cfg.Logger, hist: history{dir: cfg.StateDir},
+		starts:   newSlots(BoundStarts, cfg.Limits.MaxStarts),
+		http:     newSlots(BoundHTTP, cfg.Limits.MaxHTTPOperations),
+		captures: newSlots(BoundCaptures, cfg.Limits.MaxCaptures),
+		out:      newOutbound(cfg.Limits.MaxRebuilds, cfg.Limits.RebuildBandwidth),
+		workers:  map[string]*hosted{}, ctx: ctx, cancel: cancel}
+	h.metrics = newMetrics(h)
+	return h, nil
+}
+
+// ErrExists reports a worker already hosted.
+var ErrExists = errors.New("worker already hosted")
+
+// Add admits a worker and starts it when a start slot is free. It returns
+// the worker's state: Starting, or Pending (with the condition) when all
+// start slots are taken. Past MaxWorkers it returns an Unavailable
+// condition and hosts nothing.
+func (h *Host) Add(spec WorkerSpec) (replica.State, *Condition, error) {
+	if err := spec.Validate(); err != nil {
+		return "", nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return "", nil, errors.New("host is shutting down")
+	}
+	if _, ok := h.workers[spec.Key()]; ok {
+		return "", nil, fmt.Errorf("%w: %s", ErrExists, spec.Key())
+	}
+	if len(h.workers) >= h.cfg.Limits.MaxWorkers {
+		h.metrics.rejected(BoundWorkers)
+		return "", &Condition{Condition: ConditionUnavailable, Reason: ReasonWorkerLimitReached,
+			Message: fmt.Sprintf("the host already runs %d workers, its limit", h.cfg.Limits.MaxWorkers)}, nil
+	}
+	hw := &hosted{spec: spec, state: replica.ReplicaStatePending}
+	h.workers[spec.Key()] = hw
+	var cond *Condition
+	if h.starts.TryAcquire() {
+		hw.state = replica.ReplicaStateStarting
+		h.wg.Add(1)
+		go h.start(hw, true)
+		return replica.ReplicaStateStarting, nil, nil
+	} else {
+		cond = &Condition{Condition: ConditionPending, Reason: ReasonStartLimitReached,
+			Message: fmt.Sprintf("%d workers are starting, the host's limit; this one waits for a slot", h.cfg.Limits.MaxStarts)}
+		hw.reason = cond.Message
+		h.wg.Add(1)
+		go h.start(hw, false)
+	}
+	return replica.ReplicaStatePending, cond, nil
+}
+
+func (h *Host) start(hw *hosted, haveSlot bool) {
+	defer h.wg.Done()
+	if !haveSlot {
+		if err := h.starts.Acquire(h.ctx); err != nil {
+			return
+		}
+	}
+	defer h.starts.Release()
+	hw.mu.Lock()
+	hw.state, hw.reason = replica.ReplicaStateStarting, ""
+	hw.mu.Unlock()
+	err := h.awaitPublication(hw)
+	var w *replica.Worker
+	if err == nil {
+		w, err = h.build(hw.spec)
+	}
+	if err != nil {
+		h.log.Error("worker not started", "volume", hw.spec.Volume, "replica", hw.spec.Replica, "error", err)
+		hw.mu.Lock()
+		hw.state, hw.reason = replica.ReplicaStateFailed, err.Error()
+		hw.mu.Unlock()
+		return
+	}
+	hw.mu.Lock()
+	hw.worker = w
+	hw.mu.Unlock()
+	if err := w.Start(); err != nil {
+		return // the worker reports Lost or Failed itself
+	}
+	h.mu.Lock()
+	removed := h.workers[hw.spec.Key()] != hw
+	h.mu.Unlock()
+	if removed { // Remove ran while the worker was being built
+		w.Close()
+		return
+	}
+	if err := h.hist.record(hw.spec.Volume, hw.spec.Replica, hw.spec.Generation); err != nil {
+		h.log.Error("host history not recorded", "volume", hw.spec.Volume, "replica", hw.spec.Replica, "error", err)
+	}
+	h.mu.Lock()
+	closed := h.closed
+	h.mu.Unlock()
+	if closed {
+		w.Close()
+	}
+}
+
+// PublicationTimeout bounds the wait for a data directory to be published.
+const PublicationTimeout = 10 * time.Minute
+
+func (h *Host) awaitPublication(hw *hosted) error {
+	if !hw.spec.AwaitDataDir {
+		return nil
+	}
+	hw.mu.Lock()
+	hw.reason = "waiting for the data directory to be published"
+	hw.mu.Unlock()
+	ctx, cancel := context.WithTimeout(h.ctx, PublicationTimeout)
+	defer cancel()
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if fi, err := os.Stat(hw.spec.DataDir); err == nil && fi.IsDir() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("data directory %s was not published: %w", hw.spec.DataDir, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func (h *Host) build(spec WorkerSpec) (*replica.Worker, error) {
+	cert, pool, token, err := spec.material()
+	if err != nil {
+		return nil, err
+	}
+	recorded, err := h.hist.recorded(spec.Volume, spec.Replica, spec.Generation)
+	if err != nil {
+		return nil, err
+	}
+	self := spec.Self
+	if self.ID == "" {
+		self.ID = spec.Replica
+	}
+	if self.Address == "" {
+		self.Address = spec.Listen
+	}
+	return replica.New(replica.Config{
+		Volume: spec.Volume, Replica: spec.Replica, Generation: spec.Generation,
+		DataDir: spec.DataDir, Listen: spec.Listen, Self: self, Peers: spec.Peers, Bootstrap: spec.Bootstrap,
+		Certificate: cert, CA: pool, Token: token, Capacity: spec.CapacityBytes,
+		Recorded: recorded, SegmentSize: h.cfg.SegmentSize, Timing: spec.Timing,
+		Capture: h.captures, Outbound: h.out, Observer: h.metrics,
+		Logger: h.log,
+	})
+}
+
+// Remove stops and forgets a worker; its disk state is kept.
+func (h *Host) Remove(key string) error {
+	h.mu.Lock()
+	hw, ok := h.workers[key]
+	delete(h.workers, key)
+	h.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("no worker %s", key)
+	}
+	if w := hw.get(); w != nil {
+		return w.Close()
+	}
+	return nil
+}
+
+func (hw *hosted) get() *replica.Worker {
+	hw.mu.Lock()
+	defer hw.mu.Unlock()
+	return hw.worker
+}
+
+// Status is one worker's report.
+type Status struct {
+	replica.Stats
+	Generation uint64 `json:"generation"`
+	Addr       string `json:"addr,omitempty"`
+	// DataExtent is "unknown" for a lost replica.
+	DataExtent string `json:"dataExtent,omitempty"`
+}
+
+func (hw *hosted) status() Status {
+	hw.mu.Lock()
+	w, state, reason := hw.worker, hw.state, hw.reason
+	hw.mu.Unlock()
+	s := Status{Generation: hw.spec.Generation}
+	if w != nil {
+		s.Stats = w.Stats()
+		s.Addr = w.Addr()
+	} else {
+		s.Stats = replica.Stats{Volume: hw.spec.Volume, Replica: hw.spec.Replica, State: state, Reason: reason}
+	}
+	if s.State == replica.ReplicaStateLost {
+		s.DataExtent = "unknown"
+	}
+	return s
+}
+
+// Statuses reports every worker, sorted by key.
+func (h *Host) Statuses() []Status {
+	h.mu.Lock()
+	keys := make([]string, 0, len(h.workers))
+	for k := range h.workers {
+		keys = append(keys, k)
+	}
+	ws := h.workers
+	h.mu.Unlock()
+	slices.Sort(keys)
+	out := make([]Status, 0, len(keys))
+	h.mu.Lock()
+	hs := make([]*hosted, 0, len(keys))
+	for _, k := range keys {
+		if hw := ws[k]; hw != nil {
+			hs = append(hs, hw)
+		}
+	}
+	h.mu.Unlock()
+	for _, hw := range hs {
+		out = append(out, hw.status())
+	}
+	return out
+}
+
+// Worker returns a hosted worker (nil until it is built).
+func (h *Host) Worker(key string) (*replica.Worker, Status, bool) {
+	h.mu.Lock()
+	hw, ok := h.workers[key]
+	h.mu.Unlock()
+	if !ok {
+		return nil, Status{}, false
+	}
+	return hw.get(), hw.status(), true
+}
+
+// WaitState waits until a worker reaches one of the states.
+func (h *Host) WaitState(ctx context.Context, key string, states ...replica.State) (Status, error) {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		_, st, ok := h.Worker(key)
+		if !ok {
+			return st, fmt.Errorf("no worker %s", key)
+		}
+		if slices.Contains(states, st.State) {
+			return st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return st, fmt.Errorf("worker %s is %s, waited for %v: %w", key, st.State, states, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// Close stops every worker.
+func (h *Host) Close() {
+	h.mu.Lock()
+	h.closed = true
+	ws := h.workers
+	h.workers = map[string]*hosted{}
+	h.mu.Unlock()
+	h.cancel()
+	h.wg.Wait()
+	var wg sync.WaitGroup
+	for _, hw := range ws {
+		if w := hw.get(); w != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); w.Close() }()
+		}
+	}
+	wg.Wait()
+}

@@ -1,0 +1,81 @@
+package host
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/cellfleet/cellfleet/internal/replica"
+)
+
+// WorkerSpec describes one worker to host. It is the unit of the standalone
+// configuration file and of the host's admin API.
+type WorkerSpec struct {
+	Volume        string         `json:"volume"`
+	Replica       string         `json:"replica"`
+	Generation    uint64         `json:"generation"`
+	Listen        string         `json:"listen"`
+	Self          replica.Peer   `json:"self"`
+	Peers         []replica.Peer `json:"peers"`
+	Bootstrap     bool           `json:"bootstrap"`
+	DataDir       string         `json:"dataDir"`
+	CapacityBytes uint64         `json:"capacityBytes"`
+	CAFile        string         `json:"caFile"`
+	CertFile      string         `json:"certFile"`
+	KeyFile       string         `json:"keyFile"`
+	TokenFile     string         `json:"tokenFile"`
+	Timing        replica.Timing `json:"timing"`
+	// AwaitDataDir makes the start wait (holding its start slot) until the
+	// data directory has been published, as the Kubernetes mode waits for
+	// the local-CSI bind to appear. Without it the host creates the
+	// directory.
+	AwaitDataDir bool `json:"awaitDataDir,omitempty"`
+}
+
+// Key identifies a worker on a host.
+func (s WorkerSpec) Key() string { return s.Volume + "/" + s.Replica }
+
+// Validate checks the spec's own fields (files are read at start).
+func (s WorkerSpec) Validate() error {
+	var errs []error
+	for name, v := range map[string]string{"volume": s.Volume, "replica": s.Replica, "listen": s.Listen,
+		"dataDir": s.DataDir, "caFile": s.CAFile, "certFile": s.CertFile, "keyFile": s.KeyFile, "tokenFile": s.TokenFile} {
+		if v == "" {
+			errs = append(errs, fmt.Errorf("%s is required", name))
+		}
+	}
+	if strings.ContainsAny(s.Volume+s.Replica, "/\\ ") {
+		errs = append(errs, errors.New("volume and replica names must not contain '/', '\\' or spaces"))
+	}
+	if s.Generation == 0 {
+		errs = append(errs, errors.New("generation must be at least 1"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("worker %s: %w", s.Key(), err)
+	}
+	return nil
+}
+
+// material reads the spec's certificate, CA and token.
+func (s WorkerSpec) material() (tls.Certificate, *x509.CertPool, string, error) {
+	cert, err := tls.LoadX509KeyPair(s.CertFile, s.KeyFile)
+	if err != nil {
+		return cert, nil, "", fmt.Errorf("load certificate of %s: %w", s.Key(), err)
+	}
+	caPEM, err := os.ReadFile(s.CAFile)
+	if err != nil {
+		return cert, nil, "", fmt.Errorf("read CA of %s: %w", s.Key(), err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return cert, nil, "", fmt.Errorf("CA file %s holds no certificate", s.CAFile)
+	}
+	tok, err := os.ReadFile(s.TokenFile)
+	if err != nil {
+		return cert, nil, "", fmt.Errorf("read token of %s: %w", s.Key(), err)
+	}
+	return cert, pool, strings.TrimSpace(string(tok)), nil
+}

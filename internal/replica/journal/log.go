@@ -1,0 +1,341 @@
+package journal
+
+// The journal's log store. docs/journal-format.md is the specification;
+// this is its implementation:
+//
+//   - segment files NNNNNNNNNNNNNNNNNNNN.seg (a sequence number), holding
+//     frames appended in index order: length uint32, CRC-32C uint32 (over
+//     the length and the payload), payload (one raft.Log);
+//   - one fdatasync per StoreLogs call, so a batch is durable before raft
+//     acknowledges it;
+//   - on open, every segment is scanned and every frame's checksum
+//     verified. A bad frame in the last segment is a torn tail (a batch
+//     whose fdatasync never returned, so never acknowledged): the segment is
+//     truncated there. A bad frame anywhere else, or a gap in the index
+//     sequence between segments, is corruption and the journal refuses to
+//     open.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/raft"
+	"golang.org/x/sys/unix"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+const (
+	frameHeader  = 8
+	maxPayload   = 64 << 20
+	segSuffix    = ".seg"
+	stableFile   = "stable.json"
+	logFixedSize = 8 + 8 + 1 + 8
+)
+
+// ErrCorrupt reports journal damage that is not a torn tail.
+var ErrCorrupt = errors.New("journal corrupt")
+
+type segment struct {
+	seq     uint64
+	f       *os.File
+	first   uint64   // index of the first frame (valid when len(offsets) > 0)
+	offsets []uint32 // byte offset of each frame
+	size    int64
+}
+
+func (s *segment) last() uint64 { return s.first + uint64(len(s.offsets)) - 1 }
+
+// Log is a raft.LogStore and raft.StableStore over segment files.
+type Log struct {
+	dir     string
+	segSize int64
+
+	mu   sync.RWMutex
+	segs []*segment // ordered; the last one takes appends
+	// floor hides entries raft compacted that still share a segment with
+	// live ones (segments are deleted whole). It is not persisted: after a
+	// restart the older entries reappear, which raft tolerates.
+	floor  uint64
+	stable *stableStore
+	closed bool
+}
+
+// OpenLog opens or creates the journal in dir, recovering a torn tail.
+// TornBytes reports how many bytes of torn tail recovery discarded.
+func OpenLog(dir string, segmentSize int64) (*Log, int64, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, 0, fmt.Errorf("create journal directory: %w", err)
+	}
+	st, err := openStable(filepath.Join(dir, stableFile))
+	if err != nil {
+		return nil, 0, err
+	}
+	l := &Log{dir: dir, segSize: segmentSize, stable: st}
+	seqs, err := segmentSeqs(dir)
+	if err != nil {
+		return nil, 0, err
+	}
+	var torn int64
+	for i, seq := range seqs {
+		s, t, err := l.openSegment(seq, i == len(seqs)-1)
+		if err != nil {
+			l.Close()
+			return nil, 0, err
+		}
+		torn += t
+		if err := l.appendSegment(s); err != nil {
+			l.Close()
+			return nil, 0, err
+		}
+	}
+	if len(l.segs) == 0 {
+		if err := l.newSegment(1); err != nil {
+			return nil, 0, err
+		}
+	}
+	return l, torn, nil
+}
+
+func segmentSeqs(dir string) ([]uint64, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list journal: %w", err)
+	}
+	var seqs []uint64
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), segSuffix)
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(name, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: stray segment name %s", ErrCorrupt, e.Name())
+		}
+		seqs = append(seqs, n)
+	}
+	slices.Sort(seqs)
+	return seqs, nil
+}
+
+func (l *Log) segPath(seq uint64) string {
+	return filepath.Join(l.dir, fmt.Sprintf("%020d%s", seq, segSuffix))
+}
+
+// openSegment scans a segment, verifying every frame.
+func (l *Log) openSegment(seq uint64, tail bool) (*segment, int64, error) {
+	f, err := os.OpenFile(l.segPath(seq), os.O_RDWR, 0)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open journal segment %d: %w", seq, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	s := &segment{seq: seq, f: f}
+	var hdr [frameHeader]byte
+	var off int64
+	for off < fi.Size() {
+		idx, n, err := readFrameAt(f, off, hdr[:], fi.Size())
+		if err == nil && len(s.offsets) > 0 && idx != s.last()+1 {
+			err = fmt.Errorf("index %d follows %d", idx, s.last())
+		}
+		if err != nil {
+			if !tail {
+				f.Close()
+				return nil, 0, fmt.Errorf("%w: segment %d at offset %d: %v", ErrCorrupt, seq, off, err)
+			}
+			// Torn tail: discard everything from the first bad frame.
+			torn := fi.Size() - off
+			if err := f.Truncate(off); err != nil {
+				f.Close()
+				return nil, 0, fmt.Errorf("truncate torn journal tail: %w", err)
+			}
+			if err := unix.Fdatasync(int(f.Fd())); err != nil {
+				f.Close()
+				return nil, 0, err
+			}
+			s.size = off
+			return s, torn, nil
+		}
+		if len(s.offsets) == 0 {
+			s.first = idx
+		}
+		s.offsets = append(s.offsets, uint32(off))
+		off += n
+	}
+	s.size = off
+	return s, 0, nil
+}
+
+func (l *Log) appendSegment(s *segment) error {
+	if len(l.segs) > 0 {
+		prev := l.segs[len(l.segs)-1]
+		if len(prev.offsets) == 0 {
+			return fmt.Errorf("%w: empty segment %d is not the last", ErrCorrupt, prev.seq)
+		}
+		if len(s.offsets) > 0 && s.first != prev.last()+1 {
+			return fmt.Errorf("%w: segment %d starts at index %d, previous ends at %d", ErrCorrupt, s.seq, s.first, prev.last())
+		}
+	}
+	l.segs = append(l.segs, s)
+	return nil
+}
+
+func (l *Log) newSegment(seq uint64) error {
+	f, err := os.OpenFile(l.segPath(seq), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("create journal segment: %w", err)
+	}
+	if err := syncDir(l.dir); err != nil {
+		f.Close()
+		return err
+	}
+	l.segs = append(l.segs, &segment{seq: seq, f: f})
+	return nil
+}
+
+// FirstIndex implements raft.LogStore.
+func (l *Log) FirstIndex() (uint64, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for _, s := range l.segs {
+		if len(s.offsets) > 0 {
+			if l.floor > s.first && l.floor <= l.lastLocked() {
+				return l.floor, nil
+			}
+			return s.first, nil
+		}
+	}
+	return 0, nil
+}
+
+// LastIndex implements raft.LogStore.
+func (l *Log) LastIndex() (uint64, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.lastLocked(), nil
+}
+
+func (l *Log) lastLocked() uint64 {
+	for i := len(l.segs) - 1; i >= 0; i-- {
+		if len(l.segs[i].offsets) > 0 {
+			return l.segs[i].last()
+		}
+	}
+	return 0
+}
+
+// GetLog implements raft.LogStore, verifying the frame's checksum.
+func (l *Log) GetLog(index uint64, lg *raft.Log) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if index < l.floor {
+		return raft.ErrLogNotFound
+	}
+	i := sort.Search(len(l.segs), func(i int) bool {
+		s := l.segs[i]
+		return len(s.offsets) == 0 || s.last() >= index
+	})
+	if i == len(l.segs) || len(l.segs[i].offsets) == 0 || index < l.segs[i].first {
+		return raft.ErrLogNotFound
+	}
+	s := l.segs[i]
+	off := int64(s.offsets[index-s.first])
+	end := s.size
+	if k := index - s.first + 1; k < uint64(len(s.offsets)) {
+		end = int64(s.offsets[k])
+	}
+	buf := make([]byte, end-off)
+	if _, err := s.f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read journal entry %d: %w", index, err)
+	}
+	n := binary.BigEndian.Uint32(buf[0:4])
+	if int(n) != len(buf)-frameHeader ||
+		crc32.Update(crc32.Checksum(buf[0:4], castagnoli), castagnoli, buf[frameHeader:]) != binary.BigEndian.Uint32(buf[4:8]) {
+		return fmt.Errorf("%w: entry %d fails its checksum", ErrCorrupt, index)
+	}
+	return decodeLog(buf[frameHeader:], lg)
+}
+
+// StoreLog implements raft.LogStore.
+func (l *Log) StoreLog(lg *raft.Log) error { return l.StoreLogs([]*raft.Log{lg}) }
+
+// StoreLogs appends a batch with one fdatasync.
+func (l *Log) StoreLogs(logs []*raft.Log) error {
+	if len(logs) == 0 {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return errors.New("journal closed")
+	}
+	last := l.lastLocked()
+	for i, lg := range logs {
+		if (last != 0 || i > 0) && lg.Index != last+1 {
+			return fmt.Errorf("journal append of index %d after %d: indexes must be contiguous", lg.Index, last)
+		}
+		last = lg.Index
+	}
+	tail := l.segs[len(l.segs)-1]
+	if tail.size >= l.segSize && len(tail.offsets) > 0 {
+		if err := unix.Fdatasync(int(tail.f.Fd())); err != nil {
+			return err
+		}
+		if err := l.newSegment(tail.seq + 1); err != nil {
+			return err
+		}
+		tail = l.segs[len(l.segs)-1]
+	}
+	total := 0
+	for _, lg := range logs {
+		total += frameHeader + logFixedSize + 2*binary.MaxVarintLen64 + len(lg.Data) + len(lg.Extensions)
+	}
+	buf := make([]byte, 0, total)
+	offs := make([]uint32, 0, len(logs))
+	for _, lg := range logs {
+		offs = append(offs, uint32(tail.size+int64(len(buf))))
+		buf = encodeLog(buf, lg)
+	}
+	if tail.size+int64(len(buf)) > 1<<32-1 {
+		return fmt.Errorf("journal segment would exceed 4 GiB")
+	}
+	if _, err := tail.f.WriteAt(buf, tail.size); err != nil {
+		return fmt.Errorf("append to journal: %w", err)
+	}
+	if err := unix.Fdatasync(int(tail.f.Fd())); err != nil {
+		return fmt.Errorf("sync journal: %w", err)
+	}
+	if len(tail.offsets) == 0 {
+		tail.first = logs[0].Index
+	}
+	tail.offsets = append(tail.offsets, offs...)
+	tail.size += int64(len(buf))
+	return nil
+}
+
+// Close closes the segment files.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	for _, s := range l.segs {
+		s.f.Close()
+	}
+	return nil
+}
+
+var _ raft.LogStore = (*Log)(nil)
+var _ raft.StableStore = (*Log)(nil)

@@ -1,0 +1,144 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/cellfleet/cellfleet/internal/replica/wire"
+)
+
+// ReadTimeout bounds how long a read waits for the applied index.
+const ReadTimeout = 5 * time.Second
+
+// serve is the RPC handler: one call, all queries or all mutations.
+func (w *Worker) serve(ctx context.Context, ops []wire.Op) wire.Reply {
+	if st, _ := w.State(); st != ReplicaStateRunning {
+		return wire.Reply{Status: wire.StatusUnavailable, Message: fmt.Sprintf("replica is %s", st)}
+	}
+	if ops[0].Kind.Mutates() {
+		return w.propose(ops)
+	}
+	return w.query(ctx, &ops[0])
+}
+
+func (w *Worker) notCoordinator() wire.Reply {
+	addr, id := w.raft.LeaderWithID()
+	rep := wire.Reply{Status: wire.StatusNotCoordinator, LeaderID: string(id),
+		Message: fmt.Sprintf("replica %s is not the coordinator", w.cfg.Replica)}
+	if id == raft.ServerID(w.cfg.Replica) {
+		// Leader, but not yet serving this term: ask again shortly.
+		rep.Status, rep.LeaderID = wire.StatusUnavailable, ""
+		rep.Message = "coordinator is establishing its term"
+		return rep
+	}
+	if _, dial, ok := splitAddress(addr); ok {
+		rep.LeaderAddr = dial
+	}
+	return rep
+}
+
+func (w *Worker) propose(ops []wire.Op) wire.Reply {
+	if err := validateMutations(ops); err != nil {
+		return wire.Reply{Status: wire.StatusBadRequest, Message: err.Error()}
+	}
+	start := time.Now()
+	w.propMu.Lock()
+	l := w.lead.Load()
+	if l == nil {
+		w.propMu.Unlock()
+		return w.notCoordinator()
+	}
+	en := wire.Entry{Time: start.UnixNano(), Ops: ops}
+	for i := range ops {
+		ops[i].Time = 0 // the entry's time applies; never a client's
+		ops[i].NewIno = 0
+		switch ops[i].Kind {
+		case wire.KindCreate, wire.KindMkdir, wire.KindMknod, wire.KindSymlink:
+			ops[i].NewIno = l.nextIno
+			l.nextIno++
+		}
+	}
+	// Allocation and enqueue happen under one lock so entries reach the log
+	// in allocation order.
+	fut := w.raft.Apply(wire.EncodeEntry(&en), w.cfg.ApplyTimeout)
+	w.propMu.Unlock()
+	err := fut.Error()
+	switch {
+	case err == nil:
+	case errors.Is(err, raft.ErrNotLeader):
+		return w.notCoordinator()
+	case errors.Is(err, raft.ErrEnqueueTimeout):
+		return wire.Reply{Status: wire.StatusUnavailable, Message: "proposal queue full"}
+	default:
+		// ErrLeadershipLost, ErrRaftShutdown: the entry may still commit
+		// under the next coordinator.
+		return wire.Reply{Status: wire.StatusUncertain, Message: err.Error()}
+	}
+	if w.cfg.Observer != nil {
+		w.cfg.Observer.CommitLatency(w.cfg.Volume, w.cfg.Replica, time.Since(start))
+	}
+	results, ok := fut.Response().([]wire.Result)
+	if !ok {
+		return wire.Reply{Status: wire.StatusBadRequest, Message: fmt.Sprintf("entry rejected: %v", fut.Response())}
+	}
+	return replyFor(results)
+}
+
+// replyFor turns the worker-internal errnos into a call status.
+func replyFor(results []wire.Result) wire.Reply {
+	for _, r := range results {
+		switch r.Errno {
+		case wire.ErrnoSessionExpired:
+			return wire.Reply{Status: wire.StatusSessionExpired,
+				Message: "exactly-once session not registered or evicted; nothing applied"}
+		case wire.ErrnoStaleSequence:
+			return wire.Reply{Status: wire.StatusBadRequest, Message: "sequence below the session's acknowledged floor"}
+		case wire.ErrnoWindowFull:
+			return wire.Reply{Status: wire.StatusBadRequest, Message: "too many unacknowledged operations in the session"}
+		}
+	}
+	return wire.Reply{Status: wire.StatusOK, Results: results}
+}
+
+func validateMutations(ops []wire.Op) error {
+	total := 0
+	for i := range ops {
+		total += len(ops[i].Data)
+		if ops[i].Kind != wire.KindRegister && ops[i].Session == 0 {
+			return fmt.Errorf("operation %d (%s) carries no session", i, ops[i].Kind)
+		}
+	}
+	if total > wire.MaxData {
+		return fmt.Errorf("call carries %d data bytes, limit %d", total, wire.MaxData)
+	}
+	return nil
+}
+
+func (w *Worker) query(ctx context.Context, op *wire.Op) wire.Reply {
+	l := w.lead.Load()
+	if l == nil {
+		return w.notCoordinator()
+	}
+	seen := w.raft.CommitIndex()
+	if err := w.verify.verify(); err != nil || w.lead.Load() != l {
+		w.lead.CompareAndSwap(l, nil)
+		return w.notCoordinator()
+	}
+	if seen > l.barrier {
+		ctx, cancel := context.WithTimeout(ctx, ReadTimeout)
+		defer cancel()
+		if err := w.fsm.WaitApplied(ctx, seen); err != nil {
+			return wire.Reply{Status: wire.StatusUnavailable, Message: err.Error()}
+		}
+	}
+	r := w.fsm.Query(op)
+	if r.Errno == uint32(syscall.EIO) && w.fsm.Failed() != nil {
+		return wire.Reply{Status: wire.StatusUnavailable, Message: "replica state machine failed"}
+	}
+	return wire.Reply{Status: wire.StatusOK, Results: []wire.Result{r}}
+}

@@ -1,0 +1,234 @@
+package wire
+
+import (
+	"fmt"
+	"syscall"
+)
+
+// Kind names an operation. Mutations are proposed through Raft; queries are
+// answered by the coordinator after it has verified its authority.
+type Kind uint8
+
+// Operation kinds. Values are part of the on-disk journal format: append
+// only, never renumber.
+const (
+	KindInvalid Kind = iota
+	KindRegister
+	KindCreate
+	KindMkdir
+	KindMknod
+	KindSymlink
+	KindLink
+	KindUnlink
+	KindRmdir
+	KindRename
+	KindWrite
+	KindTruncate
+	KindFallocate
+	KindSetattr
+	KindSetxattr
+	KindRemovexattr
+	KindLookup
+	KindGetattr
+	KindRead
+	KindReaddir
+	KindReadlink
+	KindGetxattr
+	KindListxattr
+	KindStatfs
+	KindRelease
+	kindEnd
+)
+
+var kindNames = [...]string{"invalid", "register", "create", "mkdir", "mknod", "symlink", "link",
+	"unlink", "rmdir", "rename", "write", "truncate", "fallocate", "setattr", "setxattr",
+	"removexattr", "lookup", "getattr", "read", "readdir", "readlink", "getxattr", "listxattr", "statfs", "release"}
+
+func (k Kind) String() string {
+	if k < kindEnd {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Valid reports whether k is a known operation.
+func (k Kind) Valid() bool { return k > KindInvalid && k < kindEnd }
+
+// Mutates reports whether k changes state and so goes through the journal.
+func (k Kind) Mutates() bool {
+	return k >= KindRegister && k <= KindRemovexattr || k == KindRelease
+}
+
+// Rename flags (Linux renameat2).
+const (
+	RenameNoReplace uint32 = 1 << 0 // RENAME_NOREPLACE
+	RenameExchange  uint32 = 1 << 1 // RENAME_EXCHANGE
+)
+
+// KeepOrphan (Unlink, Rename) keeps a non-directory inode whose last name
+// goes away as an orphan of the calling session, because the caller still
+// has it open: it stays readable, writable and stat-able by inode number
+// until a Release, or until the session is evicted.
+const KeepOrphan uint32 = 1 << 8
+
+// Write flags.
+const (
+	// WriteAppend writes at the file's current end (O_APPEND), decided at
+	// apply time so concurrent appends never overlap.
+	WriteAppend uint32 = 1 << 0
+)
+
+// Setxattr flags (Linux).
+const (
+	XattrCreate  uint32 = 1 // XATTR_CREATE
+	XattrReplace uint32 = 2 // XATTR_REPLACE
+)
+
+// Fallocate modes (Linux).
+const (
+	FallocKeepSize  uint32 = 0x01 // FALLOC_FL_KEEP_SIZE
+	FallocPunchHole uint32 = 0x02 // FALLOC_FL_PUNCH_HOLE
+)
+
+// Setattr validity bits: which fields of an Op a KindSetattr changes.
+const (
+	SetMode uint32 = 1 << iota
+	SetUID
+	SetGID
+	SetSize
+	SetAtime
+	SetMtime
+	SetAtimeNow
+	SetMtimeNow
+)
+
+// RootIno is the inode number of the volume's root directory.
+const RootIno uint64 = 1
+
+// Op is one operation. Which fields matter depends on Kind:
+//
+//	Register              Session
+//	Create/Mkdir/Mknod    Ino=parent, Name, Mode, UID, GID, Rdev (mknod)
+//	Symlink               Ino=parent, Name, Data=target, UID, GID
+//	Link                  Ino=target inode, Ino2=new parent, Name
+//	Unlink/Rmdir          Ino=parent, Name, Flags (KeepOrphan)
+//	Rename                Ino=old parent, Name, Ino2=new parent, Name2, Flags (+KeepOrphan)
+//	Write                 Ino, Offset, Data, Flags (WriteAppend)
+//	Truncate              Ino, Size
+//	Fallocate             Ino, Offset, Size=length, Flags=mode
+//	Setattr               Ino, Valid, Mode, UID, GID, Size, Atime, Mtime
+//	Setxattr              Ino, Name, Data=value, Flags
+//	Removexattr           Ino, Name
+//	Lookup                Ino=parent, Name
+//	Getattr/Readlink      Ino
+//	Read                  Ino, Offset, Size=length
+//	Readdir               Ino, Offset=first entry index, Size=max entries
+//	Getxattr/Listxattr    Ino, Name (getxattr)
+//	Release               Ino (frees an orphan kept by KeepOrphan)
+//
+// Session and Seq identify a mutation for exactly-once application; Acked
+// tells the state machine that every result of this session below Acked has
+// been received, so it may forget them. NewIno and Time are stamped by the
+// coordinator, never trusted from a client.
+type Op struct {
+	Kind    Kind
+	Session uint64
+	Seq     uint64
+	Acked   uint64
+	Ino     uint64
+	Ino2    uint64
+	Name    string
+	Name2   string
+	Mode    uint32
+	UID     uint32
+	GID     uint32
+	Rdev    uint32
+	Flags   uint32
+	Valid   uint32
+	Offset  uint64
+	Size    uint64
+	Atime   int64
+	Mtime   int64
+	Data    []byte
+	NewIno  uint64
+	Time    int64
+}
+
+// Attr is the attribute set of one inode. Mode carries the file type bits
+// (syscall.S_IFREG, S_IFDIR, ...) and the permission bits. Times are Unix
+// nanoseconds assigned by the coordinator.
+type Attr struct {
+	Ino   uint64
+	Mode  uint32
+	Nlink uint32
+	UID   uint32
+	GID   uint32
+	Rdev  uint32
+	Size  uint64
+	Atime int64
+	Mtime int64
+	Ctime int64
+}
+
+// IsDir reports whether the inode is a directory.
+func (a Attr) IsDir() bool { return a.Mode&syscall.S_IFMT == syscall.S_IFDIR }
+
+// IsRegular reports whether the inode is a regular file.
+func (a Attr) IsRegular() bool { return a.Mode&syscall.S_IFMT == syscall.S_IFREG }
+
+// Blocks is the number of 512-byte blocks the file's size accounts for.
+func (a Attr) Blocks() uint64 { return (a.Size + 511) / 512 }
+
+// DirEntry is one directory entry.
+type DirEntry struct {
+	Name string
+	Ino  uint64
+	Mode uint32 // file type bits only
+}
+
+// StatFs describes the volume's capacity.
+type StatFs struct {
+	Capacity uint64
+	Used     uint64
+	Inodes   uint64
+}
+
+// Result is the outcome of one operation. Errno is 0 on success.
+type Result struct {
+	Errno   uint32
+	Attr    Attr
+	N       uint64
+	Data    []byte
+	Entries []DirEntry
+	Names   []string
+	StatFs  StatFs
+}
+
+// Err returns the result's error as a syscall.Errno, or nil.
+func (r Result) Err() error {
+	if r.Errno == 0 {
+		return nil
+	}
+	return syscall.Errno(r.Errno)
+}
+
+// Entry is one Raft log entry: a batch of mutations stamped with the
+// coordinator's time.
+type Entry struct {
+	Time int64
+	Ops  []Op
+}
+
+// ALPN protocol names multiplexed on a worker's single TLS port.
+const (
+	ProtoRaft = "cellfleet-raft/1"
+	ProtoRPC  = "cellfleet-rpc/1"
+)
+
+// Errnos outside the syscall range, used inside a worker only: the worker
+// turns them into a call Status and never sends them as a file error.
+const (
+	ErrnoSessionExpired uint32 = 0xC0000001 // session not in the exactly-once table
+	ErrnoStaleSequence  uint32 = 0xC0000002 // sequence below the acknowledged floor
+	ErrnoWindowFull     uint32 = 0xC0000003 // too many unacknowledged results
+)
