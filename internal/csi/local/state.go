@@ -3,12 +3,9 @@ package local
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 
-	"github.com/cellfleet/cellfleet/internal/csi/publication"
+	"github.com/cellfleet/cellfleet/internal/csi/durable"
 )
 
 // volume is one provisioned backing volume.
@@ -29,16 +26,9 @@ type stateFile struct {
 }
 
 func loadState(path string) (*stateFile, error) {
-	s := &stateFile{path: path, Volumes: map[string]*volume{}}
-	raw, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return s, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read local driver state: %w", err)
-	}
-	if err := json.Unmarshal(raw, s); err != nil {
-		return nil, fmt.Errorf("local driver state %s is corrupt: %w", path, err)
+	s := &stateFile{path: path}
+	if _, err := durable.ReadJSON(path, s); err != nil {
+		return nil, fmt.Errorf("local driver state: %w", err)
 	}
 	if s.Volumes == nil {
 		s.Volumes = map[string]*volume{}
@@ -48,11 +38,7 @@ func loadState(path string) (*stateFile, error) {
 
 // save persists the state durably (fsync of file and directory).
 func (s *stateFile) save() error {
-	raw, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode local driver state: %w", err)
-	}
-	if err := publication.WriteFileSync(s.path, raw); err != nil {
+	if err := durable.WriteJSON(s.path, s); err != nil {
 		return fmt.Errorf("persist local driver state: %w", err)
 	}
 	return nil

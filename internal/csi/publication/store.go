@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cellfleet/cellfleet/internal/csi/durable"
 )
 
 // Record is the durable claim of one exclusive publication.
@@ -113,7 +115,7 @@ func (s *Store) Put(r Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	final := filepath.Join(s.dir, r.VolumeID+".json")
-	if err := writeFileSync(final, raw); err != nil {
+	if err := durable.WriteFile(final, raw); err != nil {
 		return fmt.Errorf("record publication of %s: %w", r.VolumeID, err)
 	}
 	s.records[r.VolumeID] = r
@@ -131,48 +133,9 @@ func (s *Store) Delete(volumeID string) error {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove publication record of %s: %w", volumeID, err)
 	}
-	if err := syncDir(s.dir); err != nil {
+	if err := durable.SyncDir(s.dir); err != nil {
 		return err
 	}
 	delete(s.records, volumeID)
-	return nil
-}
-
-// writeFileSync replaces path with data atomically and durably.
-func writeFileSync(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", tmp, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("fsync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s: %w", tmp, err)
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-// WriteFileSync is writeFileSync for other state files of the plugin.
-func WriteFileSync(path string, data []byte) error { return writeFileSync(path, data) }
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open %s for fsync: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
 	return nil
 }

@@ -1,12 +1,10 @@
 package replicated
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
+
+	"github.com/cellfleet/cellfleet/internal/csi/durable"
 )
 
 // volume is one staged volume on this node.
@@ -23,16 +21,9 @@ type stateFile struct {
 }
 
 func loadState(path string) (*stateFile, error) {
-	s := &stateFile{path: path, Volumes: map[string]*volume{}}
-	raw, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return s, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read replicated driver state: %w", err)
-	}
-	if err := json.Unmarshal(raw, s); err != nil {
-		return nil, fmt.Errorf("replicated driver state %s is corrupt: %w", path, err)
+	s := &stateFile{path: path}
+	if _, err := durable.ReadJSON(path, s); err != nil {
+		return nil, fmt.Errorf("replicated driver state: %w", err)
 	}
 	if s.Volumes == nil {
 		s.Volumes = map[string]*volume{}
@@ -42,30 +33,10 @@ func loadState(path string) (*stateFile, error) {
 
 // save writes the state atomically and durably.
 func (s *stateFile) save() error {
-	raw, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode replicated driver state: %w", err)
-	}
-	tmp := s.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
+	if err := durable.WriteJSON(s.path, s); err != nil {
 		return fmt.Errorf("persist replicated driver state: %w", err)
 	}
-	_, werr := f.Write(raw)
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		return fmt.Errorf("persist replicated driver state: %w", err)
-	}
-	if err := os.Rename(tmp, s.path); err != nil {
-		return fmt.Errorf("persist replicated driver state: %w", err)
-	}
-	d, err := os.Open(filepath.Dir(s.path))
-	if err != nil {
-		return fmt.Errorf("persist replicated driver state: %w", err)
-	}
-	defer d.Close()
-	return d.Sync()
+	return nil
 }
 
 func (s *stateFile) sortedIDs() []string {
