@@ -8,15 +8,9 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/cellfleet/cellfleet/internal/controller/fleet"
 )
-
-// minMemberReplacementDelay is seed 002's floor: the delay is patience, and a
-// shorter one would replace members that are still force-detaching.
-const minMemberReplacementDelay = time.Minute
-
-// defaultMemberReplacementDelay is seed 000's default: it outlasts the ~6
-// minutes Kubernetes takes to force-detach a volume from a lost node.
-const defaultMemberReplacementDelay = 10 * time.Minute
 
 type options struct {
 	metricsAddr             string
@@ -35,7 +29,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect one active manager through a Lease")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the Pod's namespace)")
-	fs.DurationVar(&o.memberReplacementDelay, "member-replacement-delay", defaultMemberReplacementDelay,
+	fs.DurationVar(&o.memberReplacementDelay, "member-replacement-delay", fleet.DefaultMemberReplacementDelay,
 		"how long one PersistentFleet member may stay down, while every other member is ready, before it is replaced on a fresh disk (at least 1m)")
 	fleetNS := fs.String("fleet-namespaces", "celld",
 		"comma-separated namespaces whose CelldFleets this manager operates; the fleet Role is bound in each (seed 002)")
@@ -50,10 +44,10 @@ func parseFlags(args []string) (options, error) {
 	if o.fleetNamespaces, err = parseNamespaces(*fleetNS); err != nil {
 		return o, err
 	}
-	if o.memberReplacementDelay < minMemberReplacementDelay {
+	if o.memberReplacementDelay < fleet.MinMemberReplacementDelay {
 		return o, fmt.Errorf("--member-replacement-delay=%s is below the minimum of %s: "+
 			"a shorter delay would replace members that can still come back on their own disks",
-			o.memberReplacementDelay, minMemberReplacementDelay)
+			o.memberReplacementDelay, fleet.MinMemberReplacementDelay)
 	}
 	return o, nil
 }

@@ -47,3 +47,20 @@ const (
 	// Migration leaves gated Pods to the rolling update, which replaces them.
 	SchedulingGateLauncher = "celld.eric.dev/launcher"
 )
+
+// Capacity policy inputs, written on the CelldFleet by whatever measures the
+// fleet's load (the operator has no client for celld or for metrics).
+const (
+	// AnnotationCapacityRecommendation is the capacity estimator's current
+	// recommendation, as JSON {"id": "<unique per recommendation>",
+	// "replicas": N}. ScaleOut and Automatic apply it (within
+	// spec.capacity's bounds and step), Shadow only records it. A
+	// recommendation is applied once: the policy asks again with a new id.
+	AnnotationCapacityRecommendation = "celld.eric.dev/capacity-recommendation"
+
+	// AnnotationSurvivorCapacity is survivor-capacity evidence, as JSON
+	// {"replicas": N, "observedAt": "<RFC 3339>"}: the measured load fits on N
+	// members. Automatic and External contraction to M members needs fresh
+	// evidence with N <= M, else the fleet reports CapacityUncertain.
+	AnnotationSurvivorCapacity = "celld.eric.dev/survivor-capacity"
+)

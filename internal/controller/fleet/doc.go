@@ -1,0 +1,17 @@
+// Package fleet is the CelldFleet operator: it renders a fleet's workload
+// (a PersistentFleet StatefulSet, or a Bucket Deployment or Ordered
+// StatefulSet) and its prerequisites (Services, PodDisruptionBudget,
+// NetworkPolicy, the bucket's CelldStorageReservation), converges them, heals
+// PersistentFleet members that cannot come back on their own through the
+// replacement handoff, and removes a deleted fleet's compute and then its
+// disks. Seeds 000 (design record 0024) and 002 are its specification.
+//
+// The operator is stateless apart from what seed 000 persists: the capacity
+// history in the reservation annotation and the replacement handoff record on
+// its victim Pod. Every decision is derived from what the cluster reports on
+// each reconcile; status is written by one function and is never an input.
+//
+// The package must never import the storage API group, the replica or FUSE
+// packages, or anything that talks to celld itself: the operator has
+// Kubernetes credentials only.
+package fleet

@@ -1,0 +1,267 @@
+package fleet
+
+// The replacement handoff (seed 000). A Pod read and a claim delete are
+// separate API operations, so rereading the Pod before deleting its claim
+// cannot close the race: the Pod can recover after the read, or a new Pod can
+// take its name. The Pod delete is the commitment point instead:
+//
+//  1. prepare: the selected, non-terminating Pod gets the operator's finalizer,
+//     the record (fleet UID, original claim UID and resourceVersion) and the
+//     private replacement-fleet index label;
+//  2. delete that exact Pod with UID and resourceVersion preconditions; a
+//     recovery or metadata change in between makes it conflict, and the disk
+//     is kept. The finalizer holds the terminating Pod's name, so the
+//     StatefulSet cannot create a successor against the old claim;
+//  3. only an acknowledged delete lets the record be marked committed;
+//  4. a committed record deletes only the recorded claim, with UID and
+//     resourceVersion preconditions;
+//  5. once that deletion is accepted, or the claim UID is gone, the hold
+//     (finalizer, record, label) is released, without waiting for the claim
+//     to disappear: PVC protection needs the old Pod gone first.
+//
+// settleHolds runs first in every reconcile: a prepared record found there
+// was interrupted and always aborts, keeping the disk; a committed one
+// resumes. Drift of the fleet label or owner, a pause, or fleet deletion
+// release the hold without starting another disk delete.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
+)
+
+type handoffPhase string
+
+const (
+	phasePrepared  handoffPhase = "Prepared"
+	phaseCommitted handoffPhase = "Committed"
+)
+
+// replacementCause says why a member's disk is replaced.
+type replacementCause string
+
+const (
+	causeVolumeLost replacementCause = "VolumeLost"
+	causeMemberDown replacementCause = "MemberDown"
+)
+
+// handoffRecord is the annotation on the victim Pod.
+type handoffRecord struct {
+	FleetUID types.UID `json:"fleetUID"`
+	// OwnerUID is the controller (the StatefulSet) of the Pod when it was
+	// prepared: an owner reference that changed since is drift.
+	OwnerUID             types.UID        `json:"ownerUID"`
+	ClaimName            string           `json:"claimName"`
+	ClaimUID             types.UID        `json:"claimUID"`
+	ClaimResourceVersion string           `json:"claimResourceVersion"`
+	Phase                handoffPhase     `json:"phase"`
+	Cause                replacementCause `json:"cause"`
+}
+
+func readRecord(p *corev1.Pod) (handoffRecord, bool) {
+	var rec handoffRecord
+	raw, ok := p.Annotations[celldv1alpha1.AnnotationReplacement]
+	if !ok || json.Unmarshal([]byte(raw), &rec) != nil {
+		return handoffRecord{}, false
+	}
+	return rec, true
+}
+
+func writeRecord(p *corev1.Pod, rec handoffRecord) {
+	b, _ := json.Marshal(rec) // a record always encodes
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations[celldv1alpha1.AnnotationReplacement] = string(b)
+}
+
+// errHandoffAborted says the Pod changed before the commitment point; the
+// disk is kept.
+var errHandoffAborted = errors.New("replacement aborted before the commitment point; the disk is kept")
+
+// replaceMember runs the handoff for one member Pod and its claim, exactly as
+// the reconcile observed them: the prepare write carries the observed Pod's
+// resourceVersion and the record names the observed claim's UID and
+// resourceVersion, so a recovery (or any change) after the decision was made
+// conflicts and keeps the disk. Rereading either object here would let a
+// stale decision act on a fresh object.
+func (r *Reconciler) replaceMember(ctx context.Context, f *celldv1alpha1.CelldFleet, selected *corev1.Pod,
+	claim *corev1.PersistentVolumeClaim, cause replacementCause,
+) error {
+	log := r.log.With("fleet", f.Name, "namespace", f.Namespace, "member", selected.Name, "cause", cause)
+	owner := metav1.GetControllerOf(selected)
+	switch {
+	case terminating(selected) || owner == nil:
+		return fmt.Errorf("member %s is terminating or has no owner: %w", selected.Name, errHandoffAborted)
+	case claim.Labels[celldv1alpha1.LabelFleetUID] != string(f.UID) || claim.DeletionTimestamp != nil:
+		return fmt.Errorf("claim %s is not this fleet's live claim: %w", claim.Name, errHandoffAborted)
+	}
+
+	// 1. prepare
+	pod := selected.DeepCopy()
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels[celldv1alpha1.LabelReplacementFleet] = string(f.UID)
+	pod.Finalizers = append(pod.Finalizers, celldv1alpha1.FinalizerReplacement)
+	rec := handoffRecord{FleetUID: f.UID, OwnerUID: owner.UID, ClaimName: claim.Name, ClaimUID: claim.UID,
+		ClaimResourceVersion: claim.ResourceVersion, Phase: phasePrepared, Cause: cause}
+	writeRecord(pod, rec)
+	if err := r.client.Update(ctx, pod); err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("member %s changed since it was selected: %w", selected.Name, errHandoffAborted)
+		}
+		return fmt.Errorf("prepare replacement of %s: %w", pod.Name, err)
+	}
+	log.Info("prepared member replacement", "claim", claim.Name, "claimUID", claim.UID)
+
+	// 2. the commitment point. Any failure, a conflict (the member recovered
+	// or its metadata changed) or an error whose reply may have been lost
+	// alike, aborts: only an acknowledged delete commits.
+	uid, rv := pod.UID, pod.ResourceVersion
+	if err := r.client.Delete(ctx, pod, client.Preconditions{UID: &uid, ResourceVersion: &rv}); err != nil {
+		if rerr := r.releaseHold(ctx, pod); rerr != nil {
+			return errors.Join(fmt.Errorf("delete member %s (commitment point): %w", pod.Name, err), rerr)
+		}
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			r.event(f, corev1.EventTypeNormal, eventReplacementAborted, "Replace",
+				"member %s changed before its Pod was deleted; its disk %s is kept", pod.Name, claim.Name)
+			return fmt.Errorf("member %s changed before the commitment point: %w", pod.Name, errHandoffAborted)
+		}
+		return fmt.Errorf("delete member %s (commitment point; aborted, disk kept): %w", pod.Name, err)
+	}
+
+	// 3. acknowledged: mark committed
+	if err := r.updateHold(ctx, pod, func(p *corev1.Pod) bool {
+		cur, ok := readRecord(p)
+		if !ok || cur.Phase != phasePrepared || cur.ClaimUID != rec.ClaimUID {
+			return false
+		}
+		cur.Phase = phaseCommitted
+		writeRecord(p, cur)
+		return true
+	}); err != nil {
+		return fmt.Errorf("commit replacement of %s: %w", pod.Name, err)
+	}
+	r.event(f, corev1.EventTypeWarning, eventMemberReplaced, "Replace",
+		"member %s is replaced on a fresh disk (%s); its claim %s is deleted", pod.Name, cause, claim.Name)
+	committed := &corev1.Pod{}
+	if err := r.reader.Get(ctx, client.ObjectKeyFromObject(pod), committed); err != nil {
+		return fmt.Errorf("reread committed member %s: %w", pod.Name, err)
+	}
+	if cur, ok := readRecord(committed); !ok || cur.Phase != phaseCommitted || committed.UID != pod.UID {
+		return nil // someone else settled the hold; the next reconcile looks again
+	}
+	return r.finishCommitted(ctx, f, committed)
+}
+
+// settleHolds aborts prepared records and resumes committed ones, for every
+// Pod the private index names, inside or outside the replica range.
+// releaseOnly (pause, fleet deletion) releases without any disk delete.
+func (r *Reconciler) settleHolds(ctx context.Context, f *celldv1alpha1.CelldFleet, releaseOnly bool) error {
+	var held corev1.PodList
+	if err := r.reader.List(ctx, &held, client.InNamespace(f.Namespace),
+		client.MatchingLabels{celldv1alpha1.LabelReplacementFleet: string(f.UID)}); err != nil {
+		return fmt.Errorf("list replacement holds: %w", err)
+	}
+	var errs []error
+	for i := range held.Items {
+		p := &held.Items[i]
+		rec, ok := readRecord(p)
+		switch {
+		case !ok || releaseOnly || rec.Phase != phaseCommitted || r.drifted(f, p, rec):
+			errs = append(errs, r.releaseHold(ctx, p))
+		default:
+			errs = append(errs, r.finishCommitted(ctx, f, p))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// drifted says the held Pod no longer belongs to this fleet's StatefulSet as
+// it did when prepared: the hold is released and no disk is deleted.
+func (r *Reconciler) drifted(f *celldv1alpha1.CelldFleet, p *corev1.Pod, rec handoffRecord) bool {
+	owner := metav1.GetControllerOf(p)
+	labelDrift := rec.FleetUID != f.UID || p.Labels[celldv1alpha1.LabelFleet] != f.Name
+	ownerDrift := owner == nil || owner.Kind != "StatefulSet" || owner.Name != workloadName(f) || owner.UID != rec.OwnerUID
+	return labelDrift || ownerDrift
+}
+
+// finishCommitted deletes the recorded claim, only it, with UID and
+// resourceVersion preconditions, then releases the hold.
+func (r *Reconciler) finishCommitted(ctx context.Context, f *celldv1alpha1.CelldFleet, p *corev1.Pod) error {
+	rec, _ := readRecord(p)
+	claim := &corev1.PersistentVolumeClaim{}
+	err := r.reader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: rec.ClaimName}, claim)
+	switch {
+	case apierrors.IsNotFound(err) || (err == nil && claim.UID != rec.ClaimUID):
+		// The recorded claim is gone; a claim at its name with another UID is
+		// never deleted.
+	case err == nil && claim.DeletionTimestamp != nil:
+		// Its deletion was durably accepted (perhaps by a write whose reply
+		// was lost); PVC protection finishes it once the old Pod is gone.
+	case err != nil:
+		return fmt.Errorf("read recorded claim %s: %w", rec.ClaimName, err)
+	default:
+		uid, rv := rec.ClaimUID, rec.ClaimResourceVersion
+		err := r.client.Delete(ctx, claim, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+		switch {
+		case err == nil:
+			r.log.Info("deleted replaced member's claim", "fleet", f.Name, "namespace", f.Namespace, "member", p.Name, "claim", rec.ClaimName)
+		case apierrors.IsNotFound(err):
+		case apierrors.IsConflict(err):
+			r.event(f, corev1.EventTypeNormal, eventReplacementAborted, "Replace",
+				"claim %s changed since the replacement was prepared; it is kept", rec.ClaimName)
+		default:
+			return fmt.Errorf("delete recorded claim %s: %w", rec.ClaimName, err)
+		}
+	}
+	return r.releaseHold(ctx, p)
+}
+
+// releaseHold removes the operator's finalizer, record and index label.
+func (r *Reconciler) releaseHold(ctx context.Context, p *corev1.Pod) error {
+	err := r.updateHold(ctx, p, func(fresh *corev1.Pod) bool {
+		_, labelled := fresh.Labels[celldv1alpha1.LabelReplacementFleet]
+		_, recorded := fresh.Annotations[celldv1alpha1.AnnotationReplacement]
+		if !labelled && !recorded && !hasFinalizer(fresh.Finalizers, celldv1alpha1.FinalizerReplacement) {
+			return false
+		}
+		delete(fresh.Labels, celldv1alpha1.LabelReplacementFleet)
+		delete(fresh.Annotations, celldv1alpha1.AnnotationReplacement)
+		fresh.Finalizers = withoutFinalizer(fresh.Finalizers, celldv1alpha1.FinalizerReplacement)
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("release replacement hold on %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// updateHold applies change to a fresh read of the Pod (same UID) and writes
+// it, retrying conflicts from a fresh read. change returns false for no write.
+func (r *Reconciler) updateHold(ctx context.Context, p *corev1.Pod, change func(*corev1.Pod) bool) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		fresh := &corev1.Pod{}
+		if err := r.reader.Get(ctx, client.ObjectKeyFromObject(p), fresh); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		}
+		if fresh.UID != p.UID || !change(fresh) {
+			return nil
+		}
+		return r.client.Update(ctx, fresh)
+	})
+}

@@ -1,0 +1,169 @@
+package fleet
+
+// Self-healing of PersistentFleet members (seed 000). At most one member is
+// replaced at a time, and only where a fresh disk cannot take the zone another
+// member's disk needs: the StatefulSet already runs and has observed the
+// operator's spec, and the scheduler has placed, or found no node for, every
+// other member's Pod.
+//
+//   - A lost volume (claim phase Lost) is replaced through the handoff.
+//   - A member down for the replacement delay, while every other member has
+//     been Ready for five minutes, is replaced on a fresh disk. The delay is
+//     patience, not the safety condition. Not replaced: a member waiting on
+//     its image or configuration, a member already on a disk created for its
+//     current Pod, and any member while two are down (either may hold the
+//     only copy of some writes) unless their volumes are Lost.
+//   - A member the scheduler cannot place is named in status; if it is still
+//     not placed, and not replaced, by the end of the delay the fleet reports
+//     Blocked with reason MemberUnschedulable.
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
+)
+
+func (r *Reconciler) heal(ctx context.Context, f *celldv1alpha1.CelldFleet, obs *observation, rep *report) error {
+	applied := obs.applied()
+	r.noteUnschedulable(f, obs, applied, rep)
+	if holdInProgress(obs) {
+		rep.progress(celldv1alpha1.ReasonReplacingMember, "a member replacement is in progress")
+		return nil
+	}
+	if m, ok := r.lostVolumeMember(f, obs, applied); ok {
+		if !freshDiskMayGo(f, obs, applied, m) {
+			rep.requeueSoon()
+			return nil
+		}
+		r.event(f, corev1.EventTypeWarning, eventDiskLost, "Replace", "claim of member %s is Lost: its volume no longer exists", m.Name)
+		return r.replace(ctx, f, obs, m, causeVolumeLost, rep)
+	}
+	if m, ok := r.memberThatCannotComeBack(f, obs, applied, rep); ok {
+		return r.replace(ctx, f, obs, m, causeMemberDown, rep)
+	}
+	return nil
+}
+
+func (r *Reconciler) replace(ctx context.Context, f *celldv1alpha1.CelldFleet, obs *observation, m *corev1.Pod, cause replacementCause, rep *report) error {
+	rep.progress(celldv1alpha1.ReasonReplacingMember, "replacing member %s on a fresh disk (%s)", m.Name, cause)
+	rep.requeueSoon()
+	n, _ := ordinalOf(f, m.Name)
+	claim, ok := obs.claims[claimName(f, n)]
+	if !ok {
+		return nil // no disk to replace: the StatefulSet makes one
+	}
+	if err := r.replaceMember(ctx, f, m, claim, cause); err != nil {
+		if !errors.Is(err, errHandoffAborted) {
+			return err
+		}
+		r.log.Info("member replacement aborted; its disk is kept", "fleet", f.Name, "namespace", f.Namespace, "member", m.Name, "err", err)
+		return nil
+	}
+	rep.replaced = m.Name
+	return nil
+}
+
+// holdInProgress says some member Pod still carries a replacement hold.
+func holdInProgress(obs *observation) bool {
+	for _, p := range obs.members {
+		if hasFinalizer(p.Finalizers, celldv1alpha1.FinalizerReplacement) {
+			return true
+		}
+	}
+	return false
+}
+
+// freshDiskMayGo is seed 000's placement rule for member m.
+func freshDiskMayGo(f *celldv1alpha1.CelldFleet, obs *observation, applied int32, m *corev1.Pod) bool {
+	n, _ := ordinalOf(f, m.Name)
+	sts := obs.sts
+	return sts != nil && statefulSetObserved(sts) &&
+		sts.Annotations[annotationTemplateHash] == renderStatefulSet(f, applied).Annotations[annotationTemplateHash] &&
+		everyMemberDecided(obs, applied, n)
+}
+
+// lostVolumeMember is the lowest-ordinal live member whose claim is Lost.
+func (r *Reconciler) lostVolumeMember(f *celldv1alpha1.CelldFleet, obs *observation, applied int32) (*corev1.Pod, bool) {
+	for i := range applied {
+		p, ok := obs.members[i]
+		if ok && !terminating(p) && claimLost(obs.claims[claimName(f, i)]) {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// memberThatCannotComeBack is the one down member due for replacement.
+func (r *Reconciler) memberThatCannotComeBack(f *celldv1alpha1.CelldFleet, obs *observation, applied int32, rep *report) (*corev1.Pod, bool) {
+	var down []int32
+	for i := range applied {
+		if p, ok := obs.members[i]; !ok || !podReady(p) {
+			down = append(down, i)
+		}
+	}
+	if len(down) == 0 {
+		return nil, false
+	}
+	rep.requeueSoon()
+	if len(down) > 1 {
+		return nil, false // two down: either may hold the only copy of some writes
+	}
+	m, ok := obs.members[down[0]]
+	if !ok || terminating(m) || !r.replacementDue(m) || !r.othersReadyLongEnough(obs, applied, down[0]) || waitingOnConfig(m) {
+		return nil, false
+	}
+	claim, ok := obs.claims[claimName(f, down[0])]
+	if !ok || onDiskCreatedForPod(m, claim) || !freshDiskMayGo(f, obs, applied, m) {
+		return nil, false
+	}
+	return m, true
+}
+
+// replacementDue says the member has been down for the replacement delay.
+func (r *Reconciler) replacementDue(p *corev1.Pod) bool {
+	return r.clock.Since(downSince(p)) >= r.delay
+}
+
+// othersReadyLongEnough says every other member has been Ready for five
+// minutes, so no session depends on the down member's disk.
+func (r *Reconciler) othersReadyLongEnough(obs *observation, applied, except int32) bool {
+	for i := range applied {
+		if i == except {
+			continue
+		}
+		p, ok := obs.members[i]
+		if !ok {
+			return false
+		}
+		since, ready := readySince(p)
+		if !ready || r.clock.Since(since) < othersReadyFor {
+			return false
+		}
+	}
+	return true
+}
+
+// noteUnschedulable names unplaceable members in status, and blocks once one
+// has stayed so for the replacement delay.
+func (r *Reconciler) noteUnschedulable(f *celldv1alpha1.CelldFleet, obs *observation, applied int32, rep *report) {
+	for i := range applied {
+		p, ok := obs.members[i]
+		if !ok || terminating(p) {
+			continue
+		}
+		since, unschedulable := unschedulableSince(p)
+		if !unschedulable {
+			continue
+		}
+		rep.unschedulable = append(rep.unschedulable, p.Name)
+		rep.requeueSoon()
+		if r.clock.Since(since) >= r.delay && rep.overdue == "" {
+			rep.overdue = p.Name
+		}
+	}
+	slices.Sort(rep.unschedulable)
+}

@@ -1,0 +1,121 @@
+package fleet
+
+// Predicates over what the cluster reports about members. Every self-healing
+// decision is made from these on each reconcile; nothing about a member is
+// remembered between reconciles.
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Container waiting reasons that mean a member waits on its image or its
+// configuration: a fresh disk would not help it (seed 000, self-healing).
+var configWaitReasons = map[string]bool{
+	"ErrImagePull":               true,
+	"ImagePullBackOff":           true,
+	"InvalidImageName":           true,
+	"ErrImageNeverPull":          true,
+	"CreateContainerConfigError": true,
+	"CreateContainerError":       true,
+}
+
+func podCondition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == t {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func terminating(p *corev1.Pod) bool { return p.DeletionTimestamp != nil }
+
+func podReady(p *corev1.Pod) bool {
+	c := podCondition(p, corev1.PodReady)
+	return !terminating(p) && c != nil && c.Status == corev1.ConditionTrue
+}
+
+// readySince is when the member last became Ready; ok is false if it is not.
+func readySince(p *corev1.Pod) (time.Time, bool) {
+	if !podReady(p) {
+		return time.Time{}, false
+	}
+	return podCondition(p, corev1.PodReady).LastTransitionTime.Time, true
+}
+
+// downSince is when the member's Pod stopped being Ready, or was created if
+// it never was.
+func downSince(p *corev1.Pod) time.Time {
+	if c := podCondition(p, corev1.PodReady); c != nil && c.Status != corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+		return c.LastTransitionTime.Time
+	}
+	return p.CreationTimestamp.Time
+}
+
+// unschedulableSince is when the scheduler found no node for the Pod; ok is
+// false unless that is its current verdict.
+func unschedulableSince(p *corev1.Pod) (time.Time, bool) {
+	c := podCondition(p, corev1.PodScheduled)
+	if p.Spec.NodeName != "" || c == nil || c.Status != corev1.ConditionFalse || c.Reason != corev1.PodReasonUnschedulable {
+		return time.Time{}, false
+	}
+	return c.LastTransitionTime.Time, true
+}
+
+// scheduleDecided says the scheduler has placed the Pod or found no node for
+// it: the two outcomes after which a fresh disk cannot take a zone another
+// member's disk needs.
+func scheduleDecided(p *corev1.Pod) bool {
+	if p.Spec.NodeName != "" {
+		return true
+	}
+	_, unschedulable := unschedulableSince(p)
+	return unschedulable
+}
+
+// waitingOnConfig says the member waits on its image or configuration.
+func waitingOnConfig(p *corev1.Pod) bool {
+	for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil && configWaitReasons[w.Reason] {
+			return true
+		}
+	}
+	return false
+}
+
+// onDiskCreatedForPod says the member's claim was created for its current
+// Pod: a fresh disk would be no different. The StatefulSet creates a claim
+// just before its Pod, and timestamps have whole seconds, so a claim at most
+// claimPodSkew older than the Pod counts as created for it.
+func onDiskCreatedForPod(p *corev1.Pod, claim *corev1.PersistentVolumeClaim) bool {
+	return !claim.CreationTimestamp.Add(claimPodSkew).Before(p.CreationTimestamp.Time)
+}
+
+// claimPodSkew bounds how much older than its Pod a claim made for that Pod
+// can look.
+const claimPodSkew = time.Second
+
+func claimLost(c *corev1.PersistentVolumeClaim) bool {
+	return c != nil && c.Status.Phase == corev1.ClaimLost && c.DeletionTimestamp == nil
+}
+
+func hasFinalizer(finalizers []string, name string) bool {
+	for _, f := range finalizers {
+		if f == name {
+			return true
+		}
+	}
+	return false
+}
+
+func withoutFinalizer(finalizers []string, name string) []string {
+	out := finalizers[:0:0]
+	for _, f := range finalizers {
+		if f != name {
+			out = append(out, f)
+		}
+	}
+	return out
+}
