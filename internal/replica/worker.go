@@ -38,6 +38,8 @@ type Worker struct {
 	addr   atomic.Value              // string: the bound port
 	rpc    *transport.RPCServer
 	verify verifier
+	// progress is the coordinator's record of its followers' journals.
+	progress progress
 
 	peersMu sync.RWMutex
 	peers   map[raft.ServerID]Peer // as this worker reaches them
@@ -238,7 +240,7 @@ func (w *Worker) openRaft(hl hclog.Logger, fresh bool) error {
 			return err
 		}
 	}
-	w.raft, err = raft.NewRaft(rc, w.fsm, w.wal, w.wal, w.snaps, w.trans)
+	w.raft, err = raft.NewRaft(rc, w.fsm, w.wal, w.wal, w.snaps, observedTransport{w.trans, &w.progress})
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
@@ -377,6 +379,10 @@ type Stats struct {
 	CommitIndex     uint64
 	AppliedIndex    uint64
 	LastIndex       uint64
+	// Followers is the coordinator's view of every other replica (empty on
+	// a follower): its match index and lag behind the coordinator's last
+	// index.
+	Followers []FollowerProgress `json:",omitempty"`
 }
 
 // Stats reads the worker's state without blocking on Raft.
@@ -391,6 +397,7 @@ func (w *Worker) Stats() Stats {
 		s.CommitIndex = r.CommitIndex()
 		s.AppliedIndex = w.fsm.Applied()
 		s.LastIndex = r.LastIndex()
+		s.Followers = w.followers(r, s.LastIndex)
 	}
 	return s
 }

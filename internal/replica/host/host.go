@@ -235,7 +235,7 @@ func (h *Host) build(spec WorkerSpec) (*replica.Worker, error) {
 	return replica.New(replica.Config{
 		Volume: spec.Volume, Replica: spec.Replica, Generation: spec.Generation,
 		DataDir: spec.DataDir, Listen: spec.Listen, Self: self, Peers: spec.Peers, Bootstrap: spec.Bootstrap,
-		Certificate: cert, CA: pool, Token: token, Capacity: spec.CapacityBytes,
+		Certificate: cert, CA: pool, Token: token, Capacity: spec.CapacityBytes, MaxSessions: spec.MaxSessions,
 		Recorded: recorded, SegmentSize: h.cfg.SegmentSize, Timing: spec.Timing,
 		Capture: h.captures, Outbound: h.out, Observer: h.metrics,
 		Logger: h.log,

@@ -20,6 +20,7 @@ type metrics struct {
 	workerRejects atomic.Int64
 
 	rejects, raftState, applied, commit, lag, workers, inUse, limit, waiting *prometheus.Desc
+	followerMatch, followerLag                                               *prometheus.Desc
 }
 
 func newMetrics(h *Host) *metrics {
@@ -38,6 +39,11 @@ func newMetrics(h *Host) *metrics {
 	m.applied = prometheus.NewDesc("cellfleet_replica_applied_index", "Last journal index applied to the state machine.", wl, nil)
 	m.commit = prometheus.NewDesc("cellfleet_replica_commit_index", "Last journal index known committed.", wl, nil)
 	m.lag = prometheus.NewDesc("cellfleet_replica_lag_entries", "Entries in this replica's journal not yet applied (last index - applied).", wl, nil)
+	fl := []string{"volume", "replica", "follower"}
+	m.followerMatch = prometheus.NewDesc("cellfleet_replica_follower_match_index",
+		"On the coordinator: the highest journal index each follower acknowledged as appended in the current term (Raft's match index).", fl, nil)
+	m.followerLag = prometheus.NewDesc("cellfleet_replica_follower_lag_entries",
+		"On the coordinator: entries of its journal each follower has not acknowledged yet (last index - the follower's match index).", fl, nil)
 	m.workers = prometheus.NewDesc("cellfleet_host_workers", "Hosted workers by lifecycle state.", []string{"state"}, nil)
 	m.inUse = prometheus.NewDesc("cellfleet_host_admission_in_use", "Slots in use per host bound.", []string{"bound"}, nil)
 	m.limit = prometheus.NewDesc("cellfleet_host_admission_limit", "Configured limit per host bound.", []string{"bound"}, nil)
@@ -62,7 +68,7 @@ func (m *metrics) rejected(b Bound) {
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.raftState, m.applied, m.commit, m.lag, m.workers, m.inUse, m.limit, m.waiting, m.rejects} {
+	for _, d := range []*prometheus.Desc{m.raftState, m.applied, m.commit, m.lag, m.followerMatch, m.followerLag, m.workers, m.inUse, m.limit, m.waiting, m.rejects} {
 		ch <- d
 	}
 }
@@ -85,6 +91,10 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.applied, prometheus.GaugeValue, float64(s.AppliedIndex), s.Volume, s.Replica)
 		ch <- prometheus.MustNewConstMetric(m.commit, prometheus.GaugeValue, float64(s.CommitIndex), s.Volume, s.Replica)
 		ch <- prometheus.MustNewConstMetric(m.lag, prometheus.GaugeValue, float64(s.LastIndex-min(s.AppliedIndex, s.LastIndex)), s.Volume, s.Replica)
+		for _, f := range s.Followers {
+			ch <- prometheus.MustNewConstMetric(m.followerMatch, prometheus.GaugeValue, float64(f.MatchIndex), s.Volume, s.Replica, f.ID)
+			ch <- prometheus.MustNewConstMetric(m.followerLag, prometheus.GaugeValue, float64(f.LagEntries), s.Volume, s.Replica, f.ID)
+		}
 	}
 	for st, n := range byState {
 		ch <- prometheus.MustNewConstMetric(m.workers, prometheus.GaugeValue, float64(n), st)

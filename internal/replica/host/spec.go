@@ -28,12 +28,20 @@ type WorkerSpec struct {
 	KeyFile       string         `json:"keyFile"`
 	TokenFile     string         `json:"tokenFile"`
 	Timing        replica.Timing `json:"timing"`
+	// MaxSessions bounds the volume's exactly-once table (0: the state
+	// machine's default, 256). Every replica of a volume must use the same
+	// value: eviction is part of the replicated state.
+	MaxSessions int `json:"maxSessions,omitempty"`
 	// AwaitDataDir makes the start wait (holding its start slot) until the
 	// data directory has been published, as the Kubernetes mode waits for
 	// the local-CSI bind to appear. Without it the host creates the
 	// directory.
 	AwaitDataDir bool `json:"awaitDataDir,omitempty"`
 }
+
+// MaxSessionsLimit bounds WorkerSpec.MaxSessions: every session holds up to
+// 1,024 results in memory and in each checkpoint.
+const MaxSessionsLimit = 65536
 
 // Key identifies a worker on a host.
 func (s WorkerSpec) Key() string { return s.Volume + "/" + s.Replica }
@@ -52,6 +60,9 @@ func (s WorkerSpec) Validate() error {
 	}
 	if s.Generation == 0 {
 		errs = append(errs, errors.New("generation must be at least 1"))
+	}
+	if s.MaxSessions < 0 || s.MaxSessions > MaxSessionsLimit {
+		errs = append(errs, fmt.Errorf("maxSessions must be between 1 and %d (0 for the default), got %d", MaxSessionsLimit, s.MaxSessions))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("worker %s: %w", s.Key(), err)

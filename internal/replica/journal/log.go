@@ -61,14 +61,22 @@ type Log struct {
 	dir     string
 	segSize int64
 
-	mu   sync.RWMutex
-	segs []*segment // ordered; the last one takes appends
+	// appendMu serialises everything that changes the segments (appends,
+	// deletions, close). mu guards what readers see: an append writes and
+	// fdatasyncs its frames holding only appendMu, then publishes them under
+	// mu, so GetLog (raft's replication to followers) never waits for a disk
+	// flush. Lock order: appendMu, then mu.
+	appendMu sync.Mutex
+	mu       sync.RWMutex
+	segs     []*segment // ordered; the last one takes appends
 	// floor hides entries raft compacted that still share a segment with
 	// live ones (segments are deleted whole). It is not persisted: after a
 	// restart the older entries reappear, which raft tolerates.
 	floor  uint64
 	stable *stableStore
 	closed bool
+	// syncData makes an append durable (fdatasync; tests slow it down).
+	syncData func(fd int) error
 }
 
 // OpenLog opens or creates the journal in dir, recovering a torn tail.
@@ -81,7 +89,7 @@ func OpenLog(dir string, segmentSize int64) (*Log, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	l := &Log{dir: dir, segSize: segmentSize, stable: st}
+	l := &Log{dir: dir, segSize: segmentSize, stable: st, syncData: unix.Fdatasync}
 	seqs, err := segmentSeqs(dir)
 	if err != nil {
 		return nil, 0, err
@@ -194,16 +202,25 @@ func (l *Log) appendSegment(s *segment) error {
 }
 
 func (l *Log) newSegment(seq uint64) error {
+	s, err := l.createSegment(seq)
+	if err != nil {
+		return err
+	}
+	l.segs = append(l.segs, s)
+	return nil
+}
+
+// createSegment creates an empty segment file, durable in the directory.
+func (l *Log) createSegment(seq uint64) (*segment, error) {
 	f, err := os.OpenFile(l.segPath(seq), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return fmt.Errorf("create journal segment: %w", err)
+		return nil, fmt.Errorf("create journal segment: %w", err)
 	}
 	if err := syncDir(l.dir); err != nil {
 		f.Close()
-		return err
+		return nil, err
 	}
-	l.segs = append(l.segs, &segment{seq: seq, f: f})
-	return nil
+	return &segment{seq: seq, f: f}, nil
 }
 
 // FirstIndex implements raft.LogStore.
@@ -272,13 +289,19 @@ func (l *Log) GetLog(index uint64, lg *raft.Log) error {
 // StoreLog implements raft.LogStore.
 func (l *Log) StoreLog(lg *raft.Log) error { return l.StoreLogs([]*raft.Log{lg}) }
 
-// StoreLogs appends a batch with one fdatasync.
+// StoreLogs appends a batch with one fdatasync and returns only after it.
+//
+// The frames are written beyond the published end of the tail segment and
+// synced holding appendMu alone; readers keep reading published entries
+// meanwhile. Only after fdatasync returns are the frames published (under
+// mu), so no reader ever sees an entry that is not durable.
 func (l *Log) StoreLogs(logs []*raft.Log) error {
 	if len(logs) == 0 {
 		return nil
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	// appendMu excludes every writer of segs, so they are read here without mu.
 	if l.closed {
 		return errors.New("journal closed")
 	}
@@ -294,10 +317,14 @@ func (l *Log) StoreLogs(logs []*raft.Log) error {
 		if err := unix.Fdatasync(int(tail.f.Fd())); err != nil {
 			return err
 		}
-		if err := l.newSegment(tail.seq + 1); err != nil {
+		next, err := l.createSegment(tail.seq + 1)
+		if err != nil {
 			return err
 		}
-		tail = l.segs[len(l.segs)-1]
+		l.mu.Lock()
+		l.segs = append(l.segs, next)
+		l.mu.Unlock()
+		tail = next
 	}
 	total := 0
 	for _, lg := range logs {
@@ -315,9 +342,11 @@ func (l *Log) StoreLogs(logs []*raft.Log) error {
 	if _, err := tail.f.WriteAt(buf, tail.size); err != nil {
 		return fmt.Errorf("append to journal: %w", err)
 	}
-	if err := unix.Fdatasync(int(tail.f.Fd())); err != nil {
+	if err := l.syncData(int(tail.f.Fd())); err != nil {
 		return fmt.Errorf("sync journal: %w", err)
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if len(tail.offsets) == 0 {
 		tail.first = logs[0].Index
 	}
@@ -328,6 +357,8 @@ func (l *Log) StoreLogs(logs []*raft.Log) error {
 
 // Close closes the segment files.
 func (l *Log) Close() error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true

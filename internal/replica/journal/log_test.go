@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
+	"golang.org/x/sys/unix"
 )
 
 func entries(from, to uint64) []*raft.Log {
@@ -156,5 +159,59 @@ func TestStableStoreValuesSurviveReopen(t *testing.T) {
 	l2, _ := openT(t, dir, 1<<20)
 	if v, err := l2.GetUint64([]byte("CurrentTerm")); err != nil || v != 7 {
 		t.Fatalf("term %d %v, want 7", v, err)
+	}
+}
+
+func TestReadersDoNotWaitForAnAppendsFlushAndNeverSeeItBeforeIt(t *testing.T) {
+	l, _ := openT(t, t.TempDir(), 1<<20)
+	if err := l.StoreLogs(entries(1, 10)); err != nil {
+		t.Fatal(err)
+	}
+	inSync, release := make(chan struct{}), make(chan struct{})
+	unblock := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(unblock) // a failing test must not leave the append (and Close) stuck
+	l.syncData = func(fd int) error {
+		close(inSync)
+		<-release
+		return unix.Fdatasync(fd)
+	}
+	stored := make(chan error, 1)
+	go func() { stored <- l.StoreLogs(entries(11, 12)) }()
+	<-inSync
+
+	// The append's frames are written but not yet durable: replication
+	// reads of earlier entries proceed, and the new ones are invisible.
+	read := make(chan error, 1)
+	go func() {
+		var lg raft.Log
+		if err := l.GetLog(10, &lg); err != nil {
+			read <- err
+			return
+		}
+		if last, _ := l.LastIndex(); last != 10 {
+			read <- fmt.Errorf("last index %d published before its fdatasync returned, want 10", last)
+			return
+		}
+		if err := l.GetLog(11, &lg); !errors.Is(err, raft.ErrLogNotFound) {
+			read <- fmt.Errorf("entry 11 readable before its fdatasync returned (%v)", err)
+			return
+		}
+		read <- nil
+	}()
+	select {
+	case err := <-read:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("GetLog waited for another append's fdatasync: replication stalls behind every journal flush")
+	}
+	unblock()
+	if err := <-stored; err != nil {
+		t.Fatal(err)
+	}
+	var lg raft.Log
+	if err := l.GetLog(12, &lg); err != nil || string(lg.Data) != "entry-12" {
+		t.Fatalf("entry 12 after its append returned: %q %v", lg.Data, err)
 	}
 }

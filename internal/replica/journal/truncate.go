@@ -10,6 +10,8 @@ import (
 // DeleteRange implements raft.LogStore for the prefix and suffix ranges raft
 // deletes (compaction after a checkpoint; conflicting entries).
 func (l *Log) DeleteRange(lo, hi uint64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	last := l.lastLocked()

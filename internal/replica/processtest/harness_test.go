@@ -52,6 +52,8 @@ type clusterOpts struct {
 	timing   replica.Timing
 	hostArgs []string
 	capacity uint64
+	// maxSessions sets the volume's exactly-once table size (0: default).
+	maxSessions int
 }
 
 type cluster struct {
@@ -106,6 +108,13 @@ func startCluster(t testing.TB, o clusterOpts) *cluster {
 		f := c.hostFile(i)
 		c.peers = append(c.peers, f.Workers[0].Self)
 		c.status = append(c.status, f.StatusListen)
+	}
+	if o.maxSessions > 0 {
+		for i := 0; i < o.replicas; i++ {
+			f := c.hostFile(i)
+			f.Workers[0].MaxSessions = o.maxSessions
+			c.writeHostFile(i, f)
+		}
 	}
 	if o.proxied {
 		c.insertProxies()

@@ -209,7 +209,7 @@ func WriteFrame(w io.Writer, body []byte) error {
 }
 
 // ErrFrameTooLarge reports a length prefix beyond MaxFrame.
-var ErrFrameTooLarge = fmt.Errorf("%w: frame exceeds %d bytes", ErrMalformed, MaxFrame)
+var ErrFrameTooLarge = fmt.Errorf("%w: frame too large", ErrMalformed)
 
 // ReadFrame reads one length-prefixed frame, refusing lengths beyond limit
 // before allocating.
@@ -220,7 +220,7 @@ func ReadFrame(r io.Reader, limit int) ([]byte, error) {
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
 	if int64(n) > int64(limit) {
-		return nil, fmt.Errorf("%w (length prefix %d)", ErrFrameTooLarge, n)
+		return nil, fmt.Errorf("%w: length prefix %d exceeds the %d byte limit", ErrFrameTooLarge, n, limit)
 	}
 	if n == 0 {
 		return nil, fmt.Errorf("%w: empty frame", ErrMalformed)
