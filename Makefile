@@ -39,11 +39,12 @@ generate: $(CONTROLLER_GEN) ## deepcopy functions for the API types
 manifests: $(CONTROLLER_GEN) ## CRDs and RBAC from markers
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	hack/rbac-gen.sh $(CONTROLLER_GEN)
+	@$(MAKE) --no-print-directory chart-sync
 
 .PHONY: manifests-check
 manifests-check: generate manifests ## fail when generated files are stale
-	@if ! git diff --quiet -- api config || [ -n "$$(git status --porcelain -- api config)" ]; then \
-	  git status --short -- api config; git --no-pager diff --stat -- api config; \
+	@if ! git diff --quiet -- api config charts || [ -n "$$(git status --porcelain -- api config charts)" ]; then \
+	  git status --short -- api config charts; git --no-pager diff --stat -- api config charts; \
 	  echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; fi
 
 .PHONY: kustomize-check
@@ -75,3 +76,52 @@ bench: ## benchmarks, written as ratios against a baseline of the same run
 
 .PHONY: check
 check: manifests-check lint test ## what CI runs
+
+##@ Local cluster and qualification (docs/local-cluster.md, docs/qualification.md)
+.PHONY: images
+images: ## OCI image tarballs of manager, celldsim and pause in bin/images (no registry)
+	hack/cluster/images.sh
+
+.PHONY: cluster-up
+cluster-up: images ## a 3-node local cluster from binaries built here (state in .cluster)
+	hack/cluster/cluster-up.sh
+
+.PHONY: cluster-down
+cluster-down: ## remove the local cluster and everything it left on the host
+	hack/cluster/cluster-down.sh
+
+.PHONY: e2e
+e2e: ## cluster-up, the qualification suites under write load, cluster-down; writes docs/qualification.md
+	hack/cluster/e2e.sh
+
+##@ Demo and FUSE benchmarks (docs/fuse.md, docs/performance.md)
+.PHONY: demo
+demo: ## 3 replica hosts, a replicated FUSE mount, a workload, the coordinator killed with -9, every byte verified
+	go build -o $(BIN)/ ./cmd/replica-host ./cmd/csi-node ./hack/demo
+	$(BIN)/demo --bin $(BIN) --dir $(CURDIR)/.demo
+
+.PHONY: bench-fuse
+bench-fuse: ## FUSE mount benchmarks (R=3 loopback) against the raw backing directory
+	go test -run '^$$' -bench . -benchtime 1x -count=1 -timeout 30m ./internal/fuse/
+
+##@ Helm chart (docs/install.md, "Helm")
+HELM := $(BIN)/helm
+# helm's own release build stamps its version and the Kubernetes version of its
+# client-go (the default for `helm template`, else 1.20); do the same here.
+HELM_VERSION = $(shell awk '$$1=="helm.sh/helm/v3" {print $$2}' hack/tools/go.mod)
+HELM_KUBE_MINOR = $(shell awk '$$1=="k8s.io/client-go" {split($$2, v, "."); print v[2]}' hack/tools/go.mod)
+HELM_LDFLAGS = -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+  $(foreach p,pkg/chartutil pkg/lint/rules,-X helm.sh/helm/v3/$(p).k8sVersionMajor=1 -X helm.sh/helm/v3/$(p).k8sVersionMinor=$(HELM_KUBE_MINOR))
+$(HELM): hack/tools/go.mod
+	$(GOTOOLS) -ldflags '$(HELM_LDFLAGS)' helm.sh/helm/v3/cmd/helm
+
+.PHONY: chart-sync
+chart-sync: ## copy the generated CRDs and RBAC rules into charts/cellfleet (after make manifests)
+	rm -f charts/cellfleet/crds/*.yaml
+	cp config/crd/bases/*.yaml charts/cellfleet/crds/
+	cp config/rbac/fleet/role.yaml charts/cellfleet/files/rbac/fleet-role.yaml
+	cp config/rbac/manager/role.yaml charts/cellfleet/files/rbac/manager-role.yaml
+
+.PHONY: chart-check
+chart-check: $(HELM) ## the chart lints, passes the seed's flags, refuses a delay below 1m, carries exactly the generated CRDs and RBAC, and installs on a real API server
+	cd hack/tools && KUBEBUILDER_ASSETS=$(ASSETS) GOWORK=off go test -count=1 ./chartcheck/ -args -helm=$(HELM) -repo=$(CURDIR)

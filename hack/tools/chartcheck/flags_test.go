@@ -1,0 +1,139 @@
+package chartcheck
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+)
+
+// managerContainer renders the chart and returns the manager container's
+// image and its args as flag name → value.
+func managerContainer(t *testing.T, set ...string) (image string, args map[string]string) {
+	t.Helper()
+	deployments := ofKind(render(t, set...), "Deployment")
+	if len(deployments) != 1 || deployments[0].Name != managerName || deployments[0].Namespace != releaseNamespace {
+		t.Fatalf("the chart must render one Deployment %s/%s; got %v", releaseNamespace, managerName, deployments)
+	}
+	var d appsv1.Deployment
+	deployments[0].decode(t, &d)
+	if d.Spec.Template.Spec.ServiceAccountName != managerName {
+		t.Errorf("the manager must run as ServiceAccount %s, the subject of every binding; got %q", managerName, d.Spec.Template.Spec.ServiceAccountName)
+	}
+	containers := d.Spec.Template.Spec.Containers
+	if len(containers) != 1 {
+		t.Fatalf("the manager Pod must have one container; got %d", len(containers))
+	}
+	args = map[string]string{}
+	for _, a := range containers[0].Args {
+		name, value, ok := strings.Cut(a, "=")
+		if !ok {
+			t.Errorf("manager arg %q must be written --flag=value so its value is unambiguous", a)
+		}
+		if _, dup := args[name]; dup {
+			t.Errorf("manager flag %s must be passed once", name)
+		}
+		args[name] = value
+	}
+	return containers[0].Image, args
+}
+
+// managerFlags are the flag names cmd/manager/flags.go defines.
+func managerFlags(t *testing.T) map[string]bool {
+	t.Helper()
+	src := string(readFile(t, repoPath("cmd", "manager", "flags.go")))
+	defs := regexp.MustCompile(`fs\.\w+\((?:&[\w.]+, )?"([a-z][a-z-]*)"`).FindAllStringSubmatch(src, -1)
+	flags := map[string]bool{}
+	for _, d := range defs {
+		flags["--"+d[1]] = true
+	}
+	if !flags["--member-replacement-delay"] {
+		t.Fatalf("cmd/manager/flags.go must define --member-replacement-delay (seed 002); found %v", flags)
+	}
+	return flags
+}
+
+func TestChartPassesTheManagerFlags(t *testing.T) {
+	known := managerFlags(t)
+	cases := []struct {
+		name string
+		set  []string
+		want map[string]string
+	}{
+		{name: "defaults", want: map[string]string{
+			"--member-replacement-delay": "10m", "--fleet-namespaces": "celld", "--leader-elect": "true", "--log-level": "INFO",
+		}},
+		{name: "5m and two namespaces", set: []string{"--set", "memberReplacementDelay=5m", "--set", "fleetNamespaces={a,b}"}, want: map[string]string{
+			"--member-replacement-delay": "5m", "--fleet-namespaces": "a,b",
+		}},
+		{name: "the minimum in seconds", set: []string{"--set", "memberReplacementDelay=60s"}, want: map[string]string{"--member-replacement-delay": "60s"}},
+		{name: "the minimum in minutes", set: []string{"--set", "memberReplacementDelay=1m"}, want: map[string]string{"--member-replacement-delay": "1m"}},
+		{name: "hours and minutes", set: []string{"--set", "memberReplacementDelay=1h30m"}, want: map[string]string{"--member-replacement-delay": "1h30m"}},
+		{name: "seconds past a minute", set: []string{"--set", "memberReplacementDelay=0m61s"}, want: map[string]string{"--member-replacement-delay": "0m61s"}},
+		{name: "no leader election, debug logs", set: []string{"--set", "leaderElect=false", "--set", "logLevel=DEBUG"}, want: map[string]string{
+			"--leader-elect": "false", "--log-level": "DEBUG",
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			image, args := managerContainer(t, tc.set...)
+			if want := testRepository + "@" + testDigest; image != want {
+				t.Errorf("the manager image must be pinned by digest as %q; got %q", want, image)
+			}
+			for name, want := range tc.want {
+				if got, ok := args[name]; !ok || got != want {
+					t.Errorf("the manager must be started with %s=%s; got args %v", name, want, args)
+				}
+			}
+			for name := range args {
+				if !known[name] {
+					t.Errorf("the chart passes %s, which cmd/manager/flags.go does not define: the manager would refuse to start", name)
+				}
+			}
+		})
+	}
+}
+
+// Values the chart must refuse at render time, each with the words a user
+// needs to fix it. A delay below one minute passes the schema's pattern and
+// is refused by the template with the seed's minimum in the message.
+func TestChartRefusesBadValuesAtRenderTime(t *testing.T) {
+	const belowMinimum = "is below the minimum of 1m"
+	cases := []struct {
+		name string
+		args []string
+		want []string // substrings of helm's error output
+	}{
+		{name: "30s delay", args: templateArgs("--set", "memberReplacementDelay=30s"), want: []string{"memberReplacementDelay=30s " + belowMinimum}},
+		{name: "59s delay", args: templateArgs("--set", "memberReplacementDelay=59s"), want: []string{"memberReplacementDelay=59s " + belowMinimum}},
+		{name: "0m59s delay", args: templateArgs("--set", "memberReplacementDelay=0m59s"), want: []string{"memberReplacementDelay=0m59s " + belowMinimum}},
+		{name: "zero delay", args: templateArgs("--set", "memberReplacementDelay=0m"), want: []string{"memberReplacementDelay=0m " + belowMinimum}},
+		{name: "fractional delay", args: templateArgs("--set", "memberReplacementDelay=1.5h"), want: []string{"memberReplacementDelay"}},
+		{name: "millisecond delay", args: templateArgs("--set", "memberReplacementDelay=60000ms"), want: []string{"memberReplacementDelay"}},
+		{name: "negative delay", args: templateArgs("--set", "memberReplacementDelay=-10m"), want: []string{"memberReplacementDelay"}},
+		{name: "delay without unit", args: templateArgs("--set", "memberReplacementDelay=600"), want: []string{"memberReplacementDelay"}},
+		{name: "empty delay", args: templateArgs("--set", "memberReplacementDelay="), want: []string{"memberReplacementDelay"}},
+		{name: "no digest", args: bareTemplateArgs("--set", "image.repository="+testRepository), want: []string{"image.digest is required"}},
+		{name: "no repository", args: bareTemplateArgs("--set", "image.digest="+testDigest), want: []string{"image.repository is required"}},
+		{name: "tag instead of digest", args: templateArgs("--set", "image.digest=latest"), want: []string{"/image/digest"}},
+		{name: "no fleet namespace", args: templateArgs("--set", "fleetNamespaces=null"), want: []string{"fleetNamespaces"}},
+		{name: "invalid fleet namespace", args: templateArgs("--set", "fleetNamespaces={Fleet_A}"), want: []string{"fleetNamespaces"}},
+		{name: "unknown value", args: templateArgs("--set", "memberReplacmentDelay=5m"), want: []string{"memberReplacmentDelay"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			out, errOut, err := runHelm(t, tc.args...)
+			if err == nil {
+				t.Fatalf("helm %s must be refused; it rendered:\n%.400s", strings.Join(tc.args[1:], " "), out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("refusing %s must say %q; helm said:\n%s", tc.name, w, errOut)
+				}
+			}
+		})
+	}
+}

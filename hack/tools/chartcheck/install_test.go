@@ -1,0 +1,173 @@
+package chartcheck
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// managerUser is the identity the installed manager runs as.
+const managerUser = "system:serviceaccount:" + releaseNamespace + ":" + managerName
+
+// access is one request the manager's ServiceAccount makes (or must never be
+// able to make), asked of the API server's RBAC authorizer.
+type access struct {
+	verb, group, resource, namespace string
+	allowed                          bool
+	why                              string
+}
+
+// Installs the chart with helm on a real kube-apiserver (envtest, RBAC
+// authorization) and asks the authorizer what the manager's ServiceAccount
+// may do: the objects must be accepted as valid, and the permissions must be
+// exactly as seed 002 describes them, in every fleet namespace and nowhere else.
+func TestChartInstallsOnARealAPIServerWithSeed002Permissions(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS must name the kube-apiserver and etcd built by hack/envtest-assets.sh: run make chart-check")
+	}
+	env := &envtest.Environment{}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("start the API server: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stop the API server: %v", err)
+		}
+	})
+	admin, err := env.AddUser(envtest.User{Name: "chartcheck-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatalf("add the installing user: %v", err)
+	}
+	kubeconfig, err := admin.KubeConfig()
+	if err != nil {
+		t.Fatalf("kubeconfig of the installing user: %v", err)
+	}
+	kubeconfigPath := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+		t.Fatalf("write kubeconfig: %v", err)
+	}
+	clientset, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	ctx := t.Context()
+
+	install := []string{"install", releaseName, chartDir(), "--kubeconfig", kubeconfigPath,
+		"--namespace", releaseNamespace, "--create-namespace",
+		"--set", "createFleetNamespaces=true", "--set", "fleetNamespaces={celld,b}"}
+	if out, errOut, err := runHelm(t, append(install, imageValues...)...); err != nil {
+		t.Fatalf("helm install must succeed on a real API server: %v\n%s%s", err, out, errOut)
+	}
+
+	t.Run("CRDs are served", func(t *testing.T) {
+		for gv, resources := range map[string][]string{
+			"celld.eric.dev/v1alpha1":   {"celldfleets", "celldstoragereservations"},
+			"storage.eric.dev/v1alpha1": {"replicatedvolumes", "volumereplicas"},
+		} {
+			var served []string
+			err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+				list, err := clientset.Discovery().ServerResourcesForGroupVersion(gv)
+				if err != nil {
+					return false, nil // not yet established
+				}
+				served = served[:0]
+				for _, r := range list.APIResources {
+					served = append(served, r.Name)
+				}
+				return !slices.ContainsFunc(resources, func(r string) bool { return !slices.Contains(served, r) }), nil
+			})
+			if err != nil {
+				t.Errorf("the chart's CRDs must serve %v in %s; served %v", resources, gv, served)
+			}
+		}
+	})
+
+	t.Run("manager permissions", func(t *testing.T) {
+		cases := []access{
+			{"delete", "", "pods", "celld", true, "force-deletes a stranded member Pod"},
+			{"update", "", "pods", "b", true, "records the replacement handoff in every fleet namespace"},
+			{"delete", "", "persistentvolumeclaims", "b", true, "deletes a lost member's claim"},
+			{"create", "apps", "statefulsets", "celld", true, "renders PersistentFleets"},
+			{"update", "policy", "poddisruptionbudgets", "celld", true, "converges fleet budgets"},
+			{"list", "celld.eric.dev", "celldfleets", "", true, "watches fleets cluster-wide"},
+			{"create", "celld.eric.dev", "celldstoragereservations", "", true, "records capacity history"},
+			{"list", "storage.k8s.io", "storageclasses", "", true, "reads StorageClasses"},
+			{"create", "coordination.k8s.io", "leases", releaseNamespace, true, "leader election"},
+			{"create", "", "persistentvolumeclaims", "celld", false, "the StatefulSet creates claims, never the operator"},
+			{"list", "", "persistentvolumes", "", false, "no PersistentVolume access"},
+			{"list", "", "nodes", "", false, "no Node access"},
+			{"list", "storage.k8s.io", "volumeattachments", "", false, "no VolumeAttachment access"},
+			{"get", "", "secrets", "celld", false, "bucket credentials belong to the fleet, not the operator"},
+			{"delete", "", "pods", "default", false, "no access outside the fleet namespaces"},
+			{"delete", "celld.eric.dev", "celldfleets", "", false, "the operator never deletes a fleet"},
+			{"create", "coordination.k8s.io", "leases", "celld", false, "leader election only in the release namespace"},
+		}
+		for _, c := range cases {
+			review, err := clientset.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+				Spec: authorizationv1.SubjectAccessReviewSpec{
+					User:   managerUser,
+					Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNamespace, "system:authenticated"},
+					ResourceAttributes: &authorizationv1.ResourceAttributes{
+						Verb: c.verb, Group: c.group, Resource: c.resource, Namespace: c.namespace,
+					},
+				},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("SubjectAccessReview: %v", err)
+			}
+			if review.Status.Allowed != c.allowed {
+				must := "must"
+				if !c.allowed {
+					must = "must not"
+				}
+				resource := c.resource
+				if c.group != "" {
+					resource += "." + c.group
+				}
+				t.Errorf("the manager %s be able to %s %s in namespace %q (%s)", must, c.verb, resource, c.namespace, c.why)
+			}
+		}
+	})
+
+	t.Run("a delay below one minute is refused and changes nothing", func(t *testing.T) {
+		upgrade := append([]string{"upgrade", releaseName, chartDir(), "--kubeconfig", kubeconfigPath,
+			"--namespace", releaseNamespace, "--reuse-values", "--set", "memberReplacementDelay=30s"}, imageValues...)
+		_, errOut, err := runHelm(t, upgrade...)
+		if err == nil || !strings.Contains(errOut, "memberReplacementDelay=30s is below the minimum of 1m") {
+			t.Fatalf("helm upgrade to memberReplacementDelay=30s must be refused with the minimum in the message; err %v, helm said:\n%s", err, errOut)
+		}
+		d, err := clientset.AppsV1().Deployments(releaseNamespace).Get(ctx, managerName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("get the manager Deployment: %v", err)
+		}
+		if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--member-replacement-delay=10m") {
+			t.Errorf("a refused upgrade must leave the manager at --member-replacement-delay=10m; args %v", args)
+		}
+	})
+
+	t.Run("uninstall keeps the fleet namespaces", func(t *testing.T) {
+		if out, errOut, err := runHelm(t, "uninstall", releaseName, "--kubeconfig", kubeconfigPath, "--namespace", releaseNamespace); err != nil {
+			t.Fatalf("helm uninstall: %v\n%s%s", err, out, errOut)
+		}
+		for _, name := range []string{"celld", "b"} {
+			ns, err := clientset.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("get namespace %s: %v", name, err)
+			}
+			if ns.DeletionTimestamp != nil {
+				t.Errorf("uninstalling the chart must never delete fleet namespace %s, which holds fleets and their disks", name)
+			}
+		}
+	})
+}
