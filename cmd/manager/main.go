@@ -23,7 +23,7 @@ import (
 // kustomize's namespace transform), so its permissions are a Role there, not
 // part of any ClusterRole.
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=system,resources=leases,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",namespace=system,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="";events.k8s.io,namespace=system,resources=events,verbs=create;patch
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {

@@ -43,6 +43,12 @@ func (r *Reconciler) deleteFleet(ctx context.Context, f *celldv1alpha1.CelldFlee
 // deleteCompute deletes the workload and reports done once no member Pod is
 // left.
 func (r *Reconciler) deleteCompute(ctx context.Context, f *celldv1alpha1.CelldFleet, obs *observation, rep *report) (bool, error) {
+	// A member Pod on a node that no longer answers would otherwise hold the
+	// fleet's deletion (and its disks) forever: the stranded-Pod rule applies
+	// while the fleet is deleted too.
+	if err := r.forceDeleteStranded(ctx, f, obs, rep); err != nil {
+		return false, err
+	}
 	var workload client.Object
 	switch {
 	case obs.sts != nil && metav1.IsControlledBy(obs.sts, f):

@@ -6,13 +6,16 @@ package fleet
 // take its name. The Pod delete is the commitment point instead:
 //
 //  1. prepare: the selected, non-terminating Pod gets the operator's finalizer,
-//     the record (fleet UID, original claim UID and resourceVersion) and the
-//     private replacement-fleet index label;
+//     the record (fleet UID, the controlling StatefulSet's UID, original claim
+//     UID and resourceVersion) and the private replacement-fleet index label,
+//     written against the Pod and claim as they were observed when the
+//     member was selected, so a recovery since then conflicts;
 //  2. delete that exact Pod with UID and resourceVersion preconditions; a
 //     recovery or metadata change in between makes it conflict, and the disk
 //     is kept. The finalizer holds the terminating Pod's name, so the
 //     StatefulSet cannot create a successor against the old claim;
-//  3. only an acknowledged delete lets the record be marked committed;
+//  3. only an acknowledged delete lets the record be marked committed; any
+//     failed delete (its reply may have been lost) aborts and releases;
 //  4. a committed record deletes only the recorded claim, with UID and
 //     resourceVersion preconditions;
 //  5. once that deletion is accepted, or the claim UID is gone, the hold

@@ -175,6 +175,34 @@ func TestCommittedHandoffKeepsClaimChangedSincePreparation(t *testing.T) {
 	}
 }
 
+// TestCommittedHandoffNeverDeletesClaimWithAnotherUID proves a committed
+// record deletes only the recorded claim: a claim at the same name with a
+// different UID (the recorded one went, another took its name) is never
+// deleted, and the hold is released.
+func TestCommittedHandoffNeverDeletesClaimWithAnotherUID(t *testing.T) {
+	fx := newFixture(t)
+	fx.runningFleet(3, noPlacement)
+	recorded := fx.claims()["data-f-1"]
+	fx.hold(fx.pods()["f-1"], recorded, "Committed")
+	// The recorded claim goes (its protection released by hand) and a new
+	// claim takes its name.
+	fx.must(env.Client.Delete(fx.ctx, recorded))
+	gone := fx.claims()["data-f-1"]
+	gone.Finalizers = nil
+	fx.must(env.Client.Update(fx.ctx, gone))
+	successor := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-f-1", Namespace: fx.ns,
+		Labels: recorded.Labels}, Spec: recorded.Spec}
+	successor.Spec.VolumeName = ""
+	fx.must(env.Client.Create(fx.ctx, successor))
+	fx.restartOperator()
+	fx.reconcile()
+	fx.requireNoHolds()
+	fx.requireDiskKept("data-f-1", string(successor.UID))
+	if d := fx.rec.deletesOf("PersistentVolumeClaim"); len(d) != 0 {
+		t.Fatalf("a claim at the recorded name with another UID must never be deleted; claim deletes: %v", d)
+	}
+}
+
 // hold writes a replacement hold on a Pod, as a reconciler interrupted at the
 // given phase would have left it.
 func (fx *fixture) hold(pod *corev1.Pod, claim *corev1.PersistentVolumeClaim, phase string) {

@@ -6,6 +6,7 @@ import (
 
 	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
 	"github.com/cellfleet/cellfleet/internal/controller/fleet"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 const replaced = "MemberReplaced"
@@ -117,6 +118,39 @@ func TestStrandedMemberPodForceDeletedTwoMinutesAfterGrace(t *testing.T) {
 	}
 }
 
+// TestStrandedMemberPodForceDeletedDuringFleetDeletion proves the stranded
+// rule also runs while a fleet is deleted, so a member on a node that no
+// longer answers does not hold the deletion (and the fleet's disks) forever.
+func TestStrandedMemberPodForceDeletedDuringFleetDeletion(t *testing.T) {
+	fx := newFixture(t)
+	fx.runningFleet(3, noPlacement)
+	fx.kube.deadNodes[nodeOf("f-1")] = true
+	fx.must(env.Client.Delete(fx.ctx, fx.fleet()))
+	for range 3 {
+		fx.reconcile()
+		fx.kube.step(fx.ctx) // the StatefulSet goes; its Pods are deleted, f-1's kubelet never confirms
+	}
+	pod, ok := fx.pods()["f-1"]
+	if !ok || pod.DeletionTimestamp == nil {
+		t.Fatal("test setup: f-1 must be terminating on its dead node")
+	}
+	fx.clock.SetTime(pod.DeletionTimestamp.Add(2*time.Minute + time.Second))
+	for range maxRounds {
+		fx.reconcile()
+		fx.kube.step(fx.ctx)
+		if err := fx.get(fleetName, &celldv1alpha1.CelldFleet{}); apierrors.IsNotFound(err) {
+			break
+		}
+	}
+	if err := fx.get(fleetName, &celldv1alpha1.CelldFleet{}); !apierrors.IsNotFound(err) {
+		t.Fatal("a stranded member Pod must not hold the fleet's deletion forever")
+	}
+	dels := fx.rec.deletesOf("Pod")
+	if len(dels) != 1 || !dels[0].force || dels[0].uid != string(pod.UID) {
+		t.Fatalf("the stranded Pod must be force-deleted once with its UID as precondition; deletes: %+v", dels)
+	}
+}
+
 // TestLostVolumeReplacedThroughHandoff proves a member whose claim is Lost is
 // replaced: its Pod deleted with UID and resourceVersion preconditions before
 // its original claim, which is deleted with both preconditions; the hold is
@@ -165,6 +199,31 @@ func TestLostVolumeWaitsUntilSchedulerDecidedOtherMembers(t *testing.T) {
 	if d := fx.rec.deletesOf("PersistentVolumeClaim"); len(d) != 1 {
 		t.Fatalf("once every other member is decided the lost disk must be replaced; claim deletes: %v", d)
 	}
+}
+
+// TestLostVolumeWaitsUntilStatefulSetObservedOperatorSpec proves the other
+// half of the fresh-disk placement rule: no fresh disk while the StatefulSet
+// has not observed the operator's spec, since a rollout is then about to
+// recreate other members.
+func TestLostVolumeWaitsUntilStatefulSetObservedOperatorSpec(t *testing.T) {
+	fx := newFixture(t)
+	fx.runningFleet(3, noPlacement)
+	before := fx.claimUIDs()
+	fx.kube.markLost(fx.ctx, "data-f-1")
+	fx.edit(func(f *celldv1alpha1.CelldFleet) { f.Spec.RuntimeImage = newImage })
+	fx.reconcile() // writes the new template; the StatefulSet has not observed it
+	if s := fx.sts(); s.Status.ObservedGeneration >= s.Generation {
+		t.Fatal("test setup: the simulated StatefulSet controller must not have observed the new template yet")
+	}
+	if d := fx.rec.deletesOf("PersistentVolumeClaim"); len(d) > 0 {
+		t.Fatalf("a fresh disk must wait until the StatefulSet has observed the operator's spec; claim deletes: %v", d)
+	}
+	fx.converge("the lost volume replaced after the rollout", func() bool {
+		return len(fx.rec.deletesOf("PersistentVolumeClaim")) == 1 && fx.settled(3)()
+	})
+	fx.requireDiskReplaced("data-f-1", string(before["data-f-1"]))
+	fx.requireDiskKept("data-f-0", string(before["data-f-0"]))
+	fx.requireDiskKept("data-f-2", string(before["data-f-2"]))
 }
 
 // TestTwoLostVolumesReplacedOneAtATime proves two members with lost volumes

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
@@ -18,7 +19,9 @@ import (
 type observation struct {
 	sts    *appsv1.StatefulSet // nil when absent
 	deploy *appsv1.Deployment  // nil when absent
-	// members are the StatefulSet member Pods by ordinal, terminating or not.
+	// members are the StatefulSet member Pods by ordinal, terminating or not:
+	// Pods named <fleet>-<n> that the fleet's StatefulSet controls. A Pod that
+	// only carries the fleet label is never healed, replaced or force-deleted.
 	members map[int32]*corev1.Pod
 	// pods are every Pod carrying the fleet label.
 	pods []corev1.Pod
@@ -53,7 +56,7 @@ func (r *Reconciler) observe(ctx context.Context, f *celldv1alpha1.CelldFleet) (
 	obs.pods = pods.Items
 	for i := range obs.pods {
 		p := &obs.pods[i]
-		if n, ok := ordinalOf(f, p.Name); ok && statefulSetFleet(f) {
+		if n, ok := ordinalOf(f, p.Name); ok && statefulSetFleet(f) && obs.controlsMember(f, p) {
 			obs.members[n] = p
 		}
 	}
@@ -67,6 +70,16 @@ func (r *Reconciler) observe(ctx context.Context, f *celldv1alpha1.CelldFleet) (
 		}
 	}
 	return obs, nil
+}
+
+// controlsMember says the fleet's StatefulSet controls p: by UID while it
+// exists, by kind and name once it is gone (a deleted fleet's Pods outlive it).
+func (o *observation) controlsMember(f *celldv1alpha1.CelldFleet, p *corev1.Pod) bool {
+	owner := metav1.GetControllerOf(p)
+	if owner == nil || owner.Kind != "StatefulSet" || owner.Name != workloadName(f) {
+		return false
+	}
+	return o.sts == nil || owner.UID == o.sts.UID
 }
 
 // applied is the replica count written to the workload (0 when absent).

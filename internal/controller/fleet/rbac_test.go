@@ -69,6 +69,50 @@ func TestGeneratedFleetRBACIsAsNarrowAsSeed002(t *testing.T) {
 			}
 		}
 	}
+	// Every namespaced grant is one the operator uses; anything else (a
+	// wildcard, claim creation, a patch it never issues, Secrets, ...) widens
+	// the operator's reach beyond seed 002.
+	roleAllows := map[string][]string{
+		"pods":                   {"get", "list", "watch", "update", "delete"},
+		"persistentvolumeclaims": {"get", "list", "watch", "delete"},
+		"services":               {"get", "list", "watch", "create", "update"},
+		"serviceaccounts":        {"get", "list", "watch"},
+		"statefulsets":           {"get", "list", "watch", "create", "update", "delete"},
+		"deployments":            {"get", "list", "watch", "create", "update", "delete"},
+		"poddisruptionbudgets":   {"get", "list", "watch", "create", "update"},
+		"networkpolicies":        {"get", "list", "watch", "create", "update"},
+		"events":                 {"create", "patch"},
+	}
+	for _, r := range role.Rules {
+		for _, res := range r.Resources {
+			allowed, known := roleAllows[res]
+			if !known {
+				t.Errorf("the namespaced Role grants %v on %s, which the operator does not need", r.Verbs, res)
+				continue
+			}
+			for _, v := range r.Verbs {
+				if !slices.Contains(allowed, v) {
+					t.Errorf("the namespaced Role grants %s on %s; seed 002 allows only %v", v, res, allowed)
+				}
+			}
+		}
+	}
+	clusterAllows := map[string][]string{
+		"celldfleets":              {"get", "list", "watch", "update"},
+		"celldfleets/status":       {"get", "update"},
+		"celldfleets/finalizers":   {"update"},
+		"celldstoragereservations": {"get", "list", "watch", "create", "update"},
+		"storageclasses":           {"get", "list", "watch"},
+	}
+	for _, r := range cluster.Rules {
+		for _, res := range r.Resources {
+			for _, v := range r.Verbs {
+				if !slices.Contains(clusterAllows[res], v) {
+					t.Errorf("the ClusterRole grants %s on %s; it covers only the fleet API and StorageClass reads", v, res)
+				}
+			}
+		}
+	}
 	if grants(role.Rules, "persistentvolumeclaims", "create") || grants(cluster.Rules, "persistentvolumeclaims", "create") {
 		t.Error("the Role must not grant claim creation: the StatefulSet creates claims")
 	}

@@ -86,12 +86,15 @@ func counts(obs *observation) workloadCounts {
 	return c
 }
 
-func condition(t celldv1alpha1.ConditionType, ok bool, reason celldv1alpha1.ConditionReason, msg string, gen int64) metav1.Condition {
+// condition is one condition as of now (the operator's clock, so blocked
+// age and transition times follow the same clock as every other decision).
+func condition(t celldv1alpha1.ConditionType, ok bool, reason celldv1alpha1.ConditionReason, msg string, gen int64, now time.Time) metav1.Condition {
 	s := metav1.ConditionFalse
 	if ok {
 		s = metav1.ConditionTrue
 	}
-	return metav1.Condition{Type: string(t), Status: s, Reason: string(reason), Message: msg, ObservedGeneration: gen}
+	return metav1.Condition{Type: string(t), Status: s, Reason: string(reason), Message: msg, ObservedGeneration: gen,
+		LastTransitionTime: metav1.NewTime(now)}
 }
 
 // desiredStatus derives the fleet's status.
@@ -110,31 +113,32 @@ func (r *Reconciler) desiredStatus(f *celldv1alpha1.CelldFleet, rep *report) cel
 	if !ready {
 		readyReason = celldv1alpha1.ReasonMembersNotReady
 	}
+	now := r.clock.Now()
 	set := func(cond metav1.Condition) { meta.SetStatusCondition(&st.Conditions, cond) }
 	set(condition(celldv1alpha1.ConditionReady, ready, readyReason,
-		fmt.Sprintf("%d of %d members Ready", c.ready, f.Spec.Replicas), gen))
+		fmt.Sprintf("%d of %d members Ready", c.ready, f.Spec.Replicas), gen, now))
 
 	progressReason, progressMsg := rep.progressReason, rep.progressMessage
 	if progressReason == "" {
 		progressReason, progressMsg = r.derivedProgress(f, c)
 	}
-	set(condition(celldv1alpha1.ConditionProgressing, progressReason != celldv1alpha1.ReasonConverged, progressReason, progressMsg, gen))
+	set(condition(celldv1alpha1.ConditionProgressing, progressReason != celldv1alpha1.ReasonConverged, progressReason, progressMsg, gen, now))
 
 	if b := rep.blockedFinding(r.delay); b != nil {
-		set(condition(celldv1alpha1.ConditionBlocked, true, b.reason, b.message, gen))
+		set(condition(celldv1alpha1.ConditionBlocked, true, b.reason, b.message, gen, now))
 	} else {
-		set(condition(celldv1alpha1.ConditionBlocked, false, celldv1alpha1.ReasonNotBlocked, "nothing stops the operator", gen))
+		set(condition(celldv1alpha1.ConditionBlocked, false, celldv1alpha1.ReasonNotBlocked, "nothing stops the operator", gen, now))
 	}
 	if paused(f) {
 		set(condition(celldv1alpha1.ConditionMaintenancePaused, true, celldv1alpha1.ReasonPaused,
-			"spec.maintenance.paused is set: the workload is frozen and no member is replaced", gen))
+			"spec.maintenance.paused is set: the workload is frozen and no member is replaced", gen, now))
 	} else {
-		set(condition(celldv1alpha1.ConditionMaintenancePaused, false, celldv1alpha1.ReasonNotPaused, "the operator manages the workload", gen))
+		set(condition(celldv1alpha1.ConditionMaintenancePaused, false, celldv1alpha1.ReasonNotPaused, "the operator manages the workload", gen, now))
 	}
 	if rep.deleteReason != "" {
-		set(condition(celldv1alpha1.ConditionDeleting, true, rep.deleteReason, rep.deleteMessage, gen))
+		set(condition(celldv1alpha1.ConditionDeleting, true, rep.deleteReason, rep.deleteMessage, gen, now))
 	} else {
-		set(condition(celldv1alpha1.ConditionDeleting, false, celldv1alpha1.ReasonNotDeleting, "the fleet is not being deleted", gen))
+		set(condition(celldv1alpha1.ConditionDeleting, false, celldv1alpha1.ReasonNotDeleting, "the fleet is not being deleted", gen, now))
 	}
 	if b := meta.FindStatusCondition(st.Conditions, string(celldv1alpha1.ConditionBlocked)); b.Status == metav1.ConditionTrue {
 		since := b.LastTransitionTime

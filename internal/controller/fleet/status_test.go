@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -52,14 +53,39 @@ func TestStatusDerivedFromClusterAndGaugesRemovedWithFleet(t *testing.T) {
 			t.Errorf("condition %s must be %s/%s; got %s/%s", typ, w.status, w.reason, c.Status, c.Reason)
 		}
 	}
+	series := `{fleet="f",namespace="` + fx.ns + `"}`
 	expect := `
+# HELP cellfleet_fleet_applied_replicas Members written to the fleet's workload.
+# TYPE cellfleet_fleet_applied_replicas gauge
+cellfleet_fleet_applied_replicas` + series + ` 3
+# HELP cellfleet_fleet_blocked 1 while the fleet's Blocked condition is True.
+# TYPE cellfleet_fleet_blocked gauge
+cellfleet_fleet_blocked` + series + ` 0
+# HELP cellfleet_fleet_blocked_age_seconds Seconds since the fleet became Blocked (0 when not blocked).
+# TYPE cellfleet_fleet_blocked_age_seconds gauge
+cellfleet_fleet_blocked_age_seconds` + series + ` 0
+# HELP cellfleet_fleet_desired_replicas Members the fleet's spec asks for.
+# TYPE cellfleet_fleet_desired_replicas gauge
+cellfleet_fleet_desired_replicas` + series + ` 3
 # HELP cellfleet_fleet_ready_replicas Ready members.
 # TYPE cellfleet_fleet_ready_replicas gauge
-cellfleet_fleet_ready_replicas{fleet="f",namespace="` + fx.ns + `"} 3
+cellfleet_fleet_ready_replicas` + series + ` 3
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(expect), "cellfleet_fleet_ready_replicas"); err != nil {
-		t.Errorf("the ready gauge must follow status: %v", err)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(expect)); err != nil {
+		t.Errorf("the per-fleet gauges (desired, applied, ready, blocked, blocked age) must follow status: %v", err)
 	}
+	fx.edit(func(f *celldv1alpha1.CelldFleet) { f.Spec.ServiceAccountName = "absent" })
+	fx.reconcile()
+	fx.advance(90 * time.Second)
+	fx.reconcile()
+	if v := gaugeValue(t, reg, "cellfleet_fleet_blocked"); v != 1 {
+		t.Errorf("the blocked gauge must be 1 while the fleet is Blocked; got %v", v)
+	}
+	if age := gaugeValue(t, reg, "cellfleet_fleet_blocked_age_seconds"); age < 90 || age >= 91 {
+		t.Errorf("the blocked-age gauge must count the operator's clock since the fleet became Blocked; got %vs after 90s", age)
+	}
+	fx.edit(func(f *celldv1alpha1.CelldFleet) { f.Spec.ServiceAccountName = "" })
+	fx.reconcile()
 
 	fx.kube.down["f-0"] = true
 	fx.kube.step(fx.ctx)
@@ -82,4 +108,20 @@ cellfleet_fleet_ready_replicas{fleet="f",namespace="` + fx.ns + `"} 3
 	if n := testutil.CollectAndCount(reg); n != 0 {
 		t.Fatalf("a deleted fleet's gauges must be removed; %d series remain", n)
 	}
+}
+
+// gaugeValue is the value of the one series of a gauge in reg.
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range families {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("gauge %s has no single series", name)
+	return 0
 }
