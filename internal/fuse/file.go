@@ -5,9 +5,8 @@ package fuse
 // A WRITE is answered only after the engine committed it on a quorum (write
 // batching joins concurrent writes into one entry), so flush and fsync have
 // nothing left to wait for: when close or fsync returns, every write before
-// it is committed. With the optional writeback cache the kernel holds dirty
-// pages and sends them before FLUSH and FSYNC, which again return after the
-// commit. File locks (flock, POSIX) are the kernel's own, within this mount.
+// it is committed. File locks (flock, POSIX) are the kernel's own, within
+// this mount.
 
 import (
 	"context"

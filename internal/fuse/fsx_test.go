@@ -25,7 +25,7 @@ import (
 )
 
 const (
-	fsxWorkers  = 16
+	fsxWorkers  = 32
 	fsxFiles    = 4         // names per worker
 	fsxMaxSize  = 128 << 10 // largest file the model grows
 	fsxMaxWrite = 16 << 10

@@ -91,9 +91,6 @@ func (f *filesystem) fsOptions() *fs.Options {
 			Debug:            f.opt.Debug,
 		},
 	}
-	if f.opt.Writeback {
-		o.MountOptions.ExtraCapabilities = fuse.CAP_WRITEBACK_CACHE
-	}
 	if f.opt.Debug {
 		o.MountOptions.Logger = log.New(slogWriter{f.log}, "", 0)
 	}

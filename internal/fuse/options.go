@@ -48,10 +48,6 @@ type Options struct {
 	OwnerKey string
 	// Batch bounds write batching; zero fields take the defaults.
 	Batch BatchOptions
-	// Writeback enables the kernel's writeback cache (single-writer only):
-	// write(2) returns once the kernel holds the data; fsync and close then
-	// wait until it is committed. Off by default (see docs/fuse.md).
-	Writeback bool
 	// Debug logs every FUSE request.
 	Debug  bool
 	Logger *slog.Logger
@@ -64,9 +60,6 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if strings.ContainsAny(opt.Volume, ", \t\n") {
 		return opt, fmt.Errorf("fuse options: volume name %q must not contain commas or spaces", opt.Volume)
-	}
-	if opt.Writeback && !opt.SingleWriter {
-		return opt, errors.New("fuse options: the writeback cache needs a single-writer volume")
 	}
 	if opt.OwnerKey == "" {
 		h, err := os.Hostname()

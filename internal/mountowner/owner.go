@@ -354,5 +354,3 @@ func (o *Owner) Unmount(ctx context.Context, req api.UnmountRequest) error {
 func (o *Owner) Close() error {
 	return o.lock.Close()
 }
-
-
