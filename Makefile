@@ -12,7 +12,7 @@ KUSTOMIZE      := $(BIN)/kustomize
 # apiserver takes minutes cold).
 ASSETS = $(shell hack/envtest-assets.sh)
 GOTEST_FLAGS ?= -race -count=1
-PKGS ?= ./...
+PKGS ?= ./... ./test/e2e/cluster/... ./test/e2e/load/...
 
 .PHONY: help
 help: ## list the targets

@@ -1,0 +1,113 @@
+package e2e
+
+// Seed 000 "Self-healing" and "Qualification": a deleted claim (the
+// StatefulSet gives the member a fresh disk), a lost volume (the operator
+// replaces it through the handoff), and a node whose kubelet stops while the
+// workload keeps running (the operator force-deletes the stranded Pod and,
+// after the replacement delay, replaces the member's disk).
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// strandedTimeout covers the node going NotReady (~20 s), the taint eviction
+// (30 s), the termination grace (10 s), the operator's two minutes, the
+// replacement delay (1 m, config/overlays/local) and the five minutes every
+// other member must have been Ready.
+const strandedTimeout = 12 * time.Minute
+
+func TestDeletedClaimIsReplacedWithAFreshDisk(t *testing.T) {
+	runScenario(t, "deleted claim gets a fresh disk", persistentFleet(t, "q-claimdel"), func(s *scenario) {
+		disks := s.claimUIDs()
+		victim := s.claimOf(1)
+		c := claim(s.ctx, t, victim)
+		if err := env.Client.Delete(s.ctx, c); err != nil {
+			t.Fatalf("delete claim %s: %v", victim, err)
+		}
+		// The claim stays until its Pod is gone (PVC protection); an administrator deletes the Pod.
+		deletePod(s, s.member(1), nil)
+		waitFor(s.ctx, t, 3*time.Minute, func() bool {
+			now := claim(s.ctx, t, victim)
+			return now != nil && now.UID != c.UID && now.Status.Phase == corev1.ClaimBound
+		}, func() string { return "the StatefulSet recreates the member with a fresh, bound claim" })
+		s.settle(replicas)
+		s.requireDisksRetained(disks, victim)
+	})
+}
+
+func TestLostVolumeIsReplacedByTheOperator(t *testing.T) {
+	runScenario(t, "lost volume replaced by the operator", persistentFleet(t, "q-lostvol"), func(s *scenario) {
+		disks := s.claimUIDs()
+		victim := s.claimOf(1)
+		s.expect("pods/"+s.member(1), "persistentvolumeclaims/"+victim)
+		// The volume behind the claim ceases to exist: its PV goes (finalizers and all).
+		pv := s.pvOf(victim)
+		if err := env.Client.Delete(s.ctx, pv); err != nil {
+			t.Fatalf("delete volume %s: %v", pv.Name, err)
+		}
+		patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`))
+		if err := env.Client.Patch(s.ctx, pv, patch); err != nil && !isNotFound(err) {
+			t.Fatalf("drop the finalizers of volume %s: %v", pv.Name, err)
+		}
+		waitFor(s.ctx, t, 2*time.Minute, func() bool {
+			c := claim(s.ctx, t, victim)
+			return c == nil || c.Status.Phase == corev1.ClaimLost || c.UID != disks[victim]
+		}, func() string { return "the claim of a deleted volume turns Lost" })
+		waitFor(s.ctx, t, 5*time.Minute, func() bool {
+			c := claim(s.ctx, t, victim)
+			return c != nil && c.UID != disks[victim] && c.Status.Phase == corev1.ClaimBound
+		}, func() string {
+			return "the operator replaces the lost member's claim and the member returns on a fresh disk"
+		})
+		s.settle(replicas)
+		s.requireDisksRetained(disks, victim)
+	})
+}
+
+func TestStrandedPodOnAStoppedKubeletIsForceDeletedAndItsDiskReplaced(t *testing.T) {
+	runScenario(t, "stopped kubelet: stranded Pod force-deleted, disk replaced", persistentFleet(t, "q-stranded"), func(s *scenario) {
+		disks := s.claimUIDs()
+		victim := s.claimOf(1)
+		node := s.nodeOf(1)
+		kubelet := "kubelet-" + node[len("node-"):]
+		stranded := memberPod(s.ctx, t, s.member(1))
+		s.expect("pods/"+s.member(1), "persistentvolumeclaims/"+victim)
+
+		if err := env.Daemon(s.ctx, "kill", kubelet); err != nil {
+			t.Fatal(err)
+		}
+		restarted := false
+		defer func() {
+			if !restarted {
+				env.Daemon(s.ctx, "start", kubelet)
+			}
+		}()
+		waitFor(s.ctx, t, strandedTimeout, func() bool {
+			p := &corev1.Pod{}
+			err := env.Client.Get(s.ctx, client.ObjectKeyFromObject(stranded), p)
+			return isNotFound(err) || (err == nil && p.UID != stranded.UID)
+		}, func() string {
+			return "the operator force-deletes a member Pod stranded on a node that no longer answers"
+		})
+		if p, err := processesOf(stranded); err == nil && len(p) == 0 {
+			t.Log("note: the stranded workload process had already exited")
+		}
+		waitFor(s.ctx, t, strandedTimeout, func() bool {
+			c := claim(s.ctx, t, victim)
+			return c == nil || c.UID != disks[victim]
+		}, func() string {
+			return "after the replacement delay, with every other member Ready, the operator replaces the member's disk"
+		})
+		// The node returns; the member comes back on its fresh disk and recovers from its peers.
+		if err := env.Daemon(s.ctx, "start", kubelet); err != nil {
+			t.Fatal(err)
+		}
+		restarted = true
+		s.settle(replicas)
+		s.requireDisksRetained(disks, victim)
+	})
+}

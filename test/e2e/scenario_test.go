@@ -1,0 +1,206 @@
+package e2e
+
+// The scenario runner: every qualification scenario starts from a clean
+// fleet, runs under continuous write load through the fleet's Service, and
+// ends by reading every acknowledged write back and by checking, from the API
+// server's audit log, that the operator deleted only what the scenario allows.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
+	"github.com/cellfleet/cellfleet/test/e2e/cluster"
+	"github.com/cellfleet/cellfleet/test/e2e/load"
+)
+
+// settleTimeout bounds a fleet's bring-up and each recovery in a scenario.
+const settleTimeout = 4 * time.Minute
+
+// scenario is one running qualification scenario.
+type scenario struct {
+	t      *testing.T
+	ctx    context.Context
+	name   string // the fleet's name
+	start  time.Time
+	ledger *load.Ledger
+	gen    *load.Generator
+	url    string
+	// allowed are the operator deletions this scenario permits, as
+	// "resource/name" (e.g. "pods/q-lost-1"); everything else is a defect.
+	allowed []string
+	// expected are deletions the operator must have made (a subset of allowed).
+	expected []string
+	// verifyBefore is set when the scenario ends without a fleet (deletion):
+	// the ledger was verified before the fleet went away.
+	verified int
+	lost     []load.Lost
+	skipEnd  bool
+}
+
+// result is one row of docs/qualification.md.
+type result struct {
+	Scenario   string
+	Duration   time.Duration
+	Acked      int
+	Verified   int
+	Deletions  []string
+	Passed     bool
+	FailReason string
+}
+
+var (
+	resultsMu sync.Mutex
+	results   []result
+)
+
+// runScenario creates the fleet, starts the load, runs body, then verifies.
+func runScenario(t *testing.T, title string, f *celldv1alpha1.CelldFleet, body func(s *scenario)) {
+	requireCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	s := &scenario{t: t, ctx: ctx, name: f.Name, start: time.Now(), ledger: load.NewLedger()}
+	t.Cleanup(func() { deleteFleet(t, s.name) })
+	t.Cleanup(func() { s.record(title) })
+
+	if err := env.Client.Create(ctx, f); err != nil {
+		t.Fatalf("create fleet %s: %v", f.Name, err)
+	}
+	waitSettled(ctx, t, s.name, int(f.Spec.Replicas), settleTimeout)
+	s.url = serviceURL(ctx, t, s.name)
+	s.gen = load.Start(s.url, s.name, s.ledger, load.Options{})
+	defer s.gen.Stop()
+	s.serving("before the fault")
+
+	body(s)
+
+	if !s.skipEnd {
+		s.serving("after the scenario")
+		s.gen.Stop()
+		s.verify()
+	}
+	s.checkDeletions()
+}
+
+// serving waits until the fleet acknowledges further writes.
+func (s *scenario) serving(when string) {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(s.ctx, 2*time.Minute)
+	defer cancel()
+	if err := s.gen.WaitAcknowledged(ctx, 25); err != nil {
+		s.t.Fatalf("fleet %s does not acknowledge writes %s: %v (load %+v)", s.name, when, err, s.gen.Stats())
+	}
+}
+
+// verify reads every acknowledged write back through the fleet's Service.
+func (s *scenario) verify() {
+	s.t.Helper()
+	s.verified, s.lost = load.Verify(s.ctx, s.url, s.ledger, 10)
+	if len(s.lost) > 0 {
+		var keys []string
+		for _, l := range s.lost[:min(len(s.lost), 10)] {
+			keys = append(keys, fmt.Sprintf("%s (%v)", l.Key, l.Err))
+		}
+		s.t.Errorf("%d of %d acknowledged writes are not readable: nothing acknowledged may be lost; first: %s",
+			len(s.lost), s.ledger.Len(), strings.Join(keys, ", "))
+	}
+	s.t.Logf("ledger: %d acknowledged, %d verified, load %+v", s.ledger.Len(), s.verified, s.gen.Stats())
+}
+
+// operatorDeletions are the deletions the operator's ServiceAccount made in
+// the fleet's namespace since the scenario started, as "resource/name".
+func (s *scenario) operatorDeletions() []string {
+	s.t.Helper()
+	all, err := env.Deletions(s.start)
+	if err != nil {
+		s.t.Fatalf("read the audit log: %v", err)
+	}
+	var out []string
+	for _, d := range all {
+		if d.User == operatorUser && d.Namespace == fleetNamespace && strings.Contains(d.Name, s.name) {
+			out = append(out, d.Resource+"/"+d.Name)
+		}
+	}
+	return out
+}
+
+// checkDeletions fails on any operator deletion the scenario did not allow,
+// and on any expected one that did not happen.
+func (s *scenario) checkDeletions() {
+	s.t.Helper()
+	got := s.operatorDeletions()
+	for _, d := range got {
+		if !slices.Contains(s.allowed, d) && !allowedKind(s.allowed, d) {
+			s.t.Errorf("the operator deleted %s, which this scenario must keep", d)
+		}
+	}
+	for _, want := range s.expected {
+		if !slices.Contains(got, want) {
+			s.t.Errorf("the operator did not delete %s (its deletions: %v)", want, got)
+		}
+	}
+}
+
+// allowedKind matches allowances of the form "resource/*".
+func allowedKind(allowed []string, d string) bool {
+	res, _, _ := strings.Cut(d, "/")
+	return slices.Contains(allowed, res+"/*")
+}
+
+// record adds the scenario's row to the summary.
+func (s *scenario) record(title string) {
+	r := result{Scenario: title, Duration: time.Since(s.start).Round(time.Second), Acked: s.ledger.Len(),
+		Verified: s.verified, Passed: !s.t.Failed()}
+	if env != nil {
+		if all, err := env.Deletions(s.start); err == nil {
+			for _, d := range all {
+				if d.User == operatorUser && strings.Contains(d.Name, s.name) && (d.Resource == "pods" || d.Resource == "persistentvolumeclaims") {
+					r.Deletions = append(r.Deletions, d.Resource+"/"+d.Name)
+				}
+			}
+		}
+	}
+	if !r.Passed {
+		r.FailReason = "see the test log"
+		if len(s.lost) > 0 {
+			r.FailReason = fmt.Sprintf("%d acknowledged writes lost", len(s.lost))
+		}
+	}
+	resultsMu.Lock()
+	results = append(results, r)
+	resultsMu.Unlock()
+}
+
+// member is "<fleet>-<ordinal>"; claimOf is its claim "data-<fleet>-<ordinal>".
+func (s *scenario) member(ordinal int) string  { return fmt.Sprintf("%s-%d", s.name, ordinal) }
+func (s *scenario) claimOf(ordinal int) string { return "data-" + s.member(ordinal) }
+
+// allow permits (and with expect, requires) operator deletions.
+func (s *scenario) allow(resourceNames ...string) { s.allowed = append(s.allowed, resourceNames...) }
+func (s *scenario) expect(resourceNames ...string) {
+	s.allow(resourceNames...)
+	s.expected = append(s.expected, resourceNames...)
+}
+
+// settle waits for the fleet to be back at n Ready rolled-out members.
+func (s *scenario) settle(n int) { waitSettled(s.ctx, s.t, s.name, n, settleTimeout) }
+
+// killWorkload kill -9s celldsim in the member's Pod.
+func (s *scenario) killWorkload(ordinal int) {
+	s.t.Helper()
+	p := memberPod(s.ctx, s.t, s.member(ordinal))
+	if err := cluster.KillContainerProcess(p.UID, "celldsim"); err != nil {
+		s.t.Fatalf("kill -9 the workload of %s: %v", p.Name, err)
+	}
+}
+
+// nodeOf is the node a member's Pod runs on.
+func (s *scenario) nodeOf(ordinal int) string {
+	s.t.Helper()
+	return memberPod(s.ctx, s.t, s.member(ordinal)).Spec.NodeName
+}
