@@ -98,6 +98,12 @@ rules:
   - {group: "", resources: [pods, persistentvolumeclaims, persistentvolumes, services]}
   - {group: apps, resources: [statefulsets, deployments]}
   - {group: policy, resources: [poddisruptionbudgets]}
+# Who changes a claim, and when: the replacement handoff deletes a claim only at
+# the resourceVersion it recorded, so every writer of claims is worth seeing.
+- level: Metadata
+  verbs: [update, patch]
+  resources:
+  - {group: "", resources: [persistentvolumeclaims, persistentvolumeclaims/status]}
 - level: None
 EOA
 

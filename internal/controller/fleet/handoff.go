@@ -17,7 +17,10 @@ package fleet
 //  3. only an acknowledged delete lets the record be marked committed; any
 //     failed delete (its reply may have been lost) aborts and releases;
 //  4. a committed record deletes only the recorded claim, with UID and
-//     resourceVersion preconditions;
+//     resourceVersion preconditions; a claim whose meaning changed is kept,
+//     while a change to the control plane's bookkeeping alone (Kubernetes
+//     1.37 marks a claim Unused once its Pod is gone) is retried at the new
+//     resourceVersion (docs/decisions/0002-handoff-claim-bookkeeping.md);
 //  5. once that deletion is accepted, or the claim UID is gone, the hold
 //     (finalizer, record, label) is released, without waiting for the claim
 //     to disappear: PVC protection needs the old Pod gone first.
@@ -29,6 +32,8 @@ package fleet
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,12 +68,16 @@ type handoffRecord struct {
 	FleetUID types.UID `json:"fleetUID"`
 	// OwnerUID is the controller (the StatefulSet) of the Pod when it was
 	// prepared: an owner reference that changed since is drift.
-	OwnerUID             types.UID        `json:"ownerUID"`
-	ClaimName            string           `json:"claimName"`
-	ClaimUID             types.UID        `json:"claimUID"`
-	ClaimResourceVersion string           `json:"claimResourceVersion"`
-	Phase                handoffPhase     `json:"phase"`
-	Cause                replacementCause `json:"cause"`
+	OwnerUID             types.UID `json:"ownerUID"`
+	ClaimName            string    `json:"claimName"`
+	ClaimUID             types.UID `json:"claimUID"`
+	ClaimResourceVersion string    `json:"claimResourceVersion"`
+	// ClaimFingerprint digests what the claim means (see claimFingerprint),
+	// so a change the control plane makes to its bookkeeping alone is told
+	// apart from a change that retains the disk.
+	ClaimFingerprint string           `json:"claimFingerprint,omitempty"`
+	Phase            handoffPhase     `json:"phase"`
+	Cause            replacementCause `json:"cause"`
 }
 
 func readRecord(p *corev1.Pod) (handoffRecord, bool) {
@@ -118,7 +127,8 @@ func (r *Reconciler) replaceMember(ctx context.Context, f *celldv1alpha1.CelldFl
 	pod.Labels[celldv1alpha1.LabelReplacementFleet] = string(f.UID)
 	pod.Finalizers = append(pod.Finalizers, celldv1alpha1.FinalizerReplacement)
 	rec := handoffRecord{FleetUID: f.UID, OwnerUID: owner.UID, ClaimName: claim.Name, ClaimUID: claim.UID,
-		ClaimResourceVersion: claim.ResourceVersion, Phase: phasePrepared, Cause: cause}
+		ClaimResourceVersion: claim.ResourceVersion, ClaimFingerprint: claimFingerprint(claim),
+		Phase: phasePrepared, Cause: cause}
 	writeRecord(pod, rec)
 	if err := r.client.Update(ctx, pod); err != nil {
 		if apierrors.IsConflict(err) {
@@ -216,13 +226,12 @@ func (r *Reconciler) finishCommitted(ctx context.Context, f *celldv1alpha1.Celld
 	case err != nil:
 		return fmt.Errorf("read recorded claim %s: %w", rec.ClaimName, err)
 	default:
-		uid, rv := rec.ClaimUID, rec.ClaimResourceVersion
-		err := r.client.Delete(ctx, claim, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+		err := r.deleteRecordedClaim(ctx, claim, rec)
 		switch {
 		case err == nil:
 			r.log.Info("deleted replaced member's claim", "fleet", f.Name, "namespace", f.Namespace, "member", p.Name, "claim", rec.ClaimName)
 		case apierrors.IsNotFound(err):
-		case apierrors.IsConflict(err):
+		case errors.Is(err, errClaimChanged):
 			r.event(f, corev1.EventTypeNormal, eventReplacementAborted, "Replace",
 				"claim %s changed since the replacement was prepared; it is kept", rec.ClaimName)
 		default:
@@ -230,6 +239,71 @@ func (r *Reconciler) finishCommitted(ctx context.Context, f *celldv1alpha1.Celld
 		}
 	}
 	return r.releaseHold(ctx, p)
+}
+
+// errClaimChanged says the recorded claim changed in meaning since the
+// handoff was prepared, so it is retained (seed 000).
+var errClaimChanged = errors.New("claim changed since the replacement was prepared")
+
+// bookkeepingRetries bounds how often a claim delete is retried against
+// bookkeeping-only changes before the reconcile gives up and requeues (the
+// committed record resumes then).
+const bookkeepingRetries = 3
+
+// deleteRecordedClaim deletes the recorded claim with UID and resourceVersion
+// preconditions. The first attempt uses the resourceVersion recorded at
+// preparation, as seed 000 says. Kubernetes 1.37's PVC protection controller
+// then writes an Unused status condition as soon as no Pod references the
+// claim, which the handoff's own Pod delete causes, so that first attempt
+// conflicts in every real cluster. On a conflict the claim is reread: if what
+// it means (claimFingerprint) is unchanged, the change was the control
+// plane's bookkeeping and the delete is retried at the new resourceVersion,
+// still bound by both preconditions; any other change retains the claim.
+func (r *Reconciler) deleteRecordedClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim, rec handoffRecord) error {
+	uid, rv := rec.ClaimUID, rec.ClaimResourceVersion
+	for attempt := 0; ; attempt++ {
+		err := r.client.Delete(ctx, claim, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		fresh := &corev1.PersistentVolumeClaim{}
+		if gerr := r.reader.Get(ctx, client.ObjectKeyFromObject(claim), fresh); gerr != nil {
+			return fmt.Errorf("reread claim %s after a conflict: %w", claim.Name, gerr)
+		}
+		switch {
+		case fresh.UID != rec.ClaimUID || fresh.DeletionTimestamp != nil:
+			return nil // gone, replaced by another, or its deletion already accepted
+		case rec.ClaimFingerprint == "" || claimFingerprint(fresh) != rec.ClaimFingerprint:
+			return fmt.Errorf("%s: %w", claim.Name, errClaimChanged)
+		case attempt+1 >= bookkeepingRetries:
+			return fmt.Errorf("claim %s keeps changing its status; retrying later: %w", claim.Name, err)
+		}
+		rv = fresh.ResourceVersion
+	}
+}
+
+// claimFingerprint digests what a claim means for the handoff: its identity,
+// spec (the bound volume among it), labels, annotations, owners and finalizers,
+// and its phase, capacity and access modes. A Lost claim whose volume
+// returns (phase Bound again), a rebind, or anyone's annotation change all
+// alter it. Status conditions are left out: the control plane rewrites them
+// as Pods come and go (Unused) and during resizes, which follow spec edits
+// that are covered anyway.
+func claimFingerprint(c *corev1.PersistentVolumeClaim) string {
+	b, _ := json.Marshal(struct {
+		UID         types.UID
+		Spec        corev1.PersistentVolumeClaimSpec
+		Labels      map[string]string
+		Annotations map[string]string
+		Owners      []metav1.OwnerReference
+		Finalizers  []string
+		Phase       corev1.PersistentVolumeClaimPhase
+		Capacity    corev1.ResourceList
+		AccessModes []corev1.PersistentVolumeAccessMode
+	}{c.UID, c.Spec, c.Labels, c.Annotations, c.OwnerReferences, c.Finalizers, c.Status.Phase,
+		c.Status.Capacity, c.Status.AccessModes}) // these types always encode
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // releaseHold removes the operator's finalizer, record and index label.

@@ -175,6 +175,58 @@ func TestCommittedHandoffKeepsClaimChangedSincePreparation(t *testing.T) {
 	}
 }
 
+// TestCommittedHandoffDeletesClaimWhoseOnlyChangeIsControlPlaneBookkeeping
+// reproduces what qualification found on a real Kubernetes 1.37 cluster: the
+// PVC protection controller marks a claim Unused as soon as the handoff's Pod
+// delete leaves it without a Pod, so the recorded resourceVersion always
+// conflicts. A status-condition change alone must not keep a lost member on
+// its dead disk forever; a change in what the claim means still does.
+func TestCommittedHandoffDeletesClaimWhoseOnlyChangeIsControlPlaneBookkeeping(t *testing.T) {
+	cases := []struct {
+		name     string
+		change   func(c *corev1.PersistentVolumeClaim)
+		replaced bool
+	}{
+		{name: "Unused condition written by PVC protection", replaced: true, change: func(c *corev1.PersistentVolumeClaim) {
+			c.Status.Conditions = append(c.Status.Conditions, corev1.PersistentVolumeClaimCondition{
+				Type: "Unused", Status: corev1.ConditionTrue, Reason: "NoPodsUsingPVC",
+				Message: "No pods are currently referencing this PVC", LastTransitionTime: metav1.Now()})
+		}},
+		{name: "phase changed: the lost volume came back", replaced: false, change: func(c *corev1.PersistentVolumeClaim) {
+			c.Status.Phase = corev1.ClaimBound
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := newFixture(t)
+			fx.runningFleet(3, noPlacement)
+			fx.kube.markLost(fx.ctx, "data-f-1")
+			disk := string(fx.claimUIDs()["data-f-1"])
+			fx.rec.before = func(w write) {
+				if w.op == "delete" && w.kind == "PersistentVolumeClaim" {
+					fx.rec.before = nil // once, as the controller does when the Pod goes
+					c := fx.claims()["data-f-1"]
+					tc.change(c)
+					if err := env.Client.Status().Update(fx.ctx, c); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			fx.reconcile()
+			fx.rec.before = nil
+			fx.requireNoHolds()
+			if !tc.replaced {
+				fx.requireDiskKept("data-f-1", disk)
+				return
+			}
+			c := fx.claims()["data-f-1"]
+			if c != nil && string(c.UID) == disk && c.DeletionTimestamp == nil {
+				t.Fatalf("claim data-f-1 whose only change was a status condition must be deleted so the member gets a fresh disk")
+			}
+		})
+	}
+}
+
 // TestCommittedHandoffNeverDeletesClaimWithAnotherUID proves a committed
 // record deletes only the recorded claim: a claim at the same name with a
 // different UID (the recorded one went, another took its name) is never
