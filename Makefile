@@ -97,6 +97,8 @@ e2e: ## cluster-up, the qualification suites under write load, cluster-down; wri
 ##@ Demo and FUSE benchmarks (docs/fuse.md, docs/performance.md)
 .PHONY: demo
 demo: ## 3 replica hosts, a replicated FUSE mount, a workload, the coordinator killed with -9, every byte verified
+	@command -v fusermount3 >/dev/null || { echo "installing fuse3 (Debian) for the FUSE mount"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fuse3 >/dev/null; }
 	go build -o $(BIN)/ ./cmd/replica-host ./cmd/csi-node ./hack/demo
 	$(BIN)/demo --bin $(BIN) --dir $(CURDIR)/.demo
 
