@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/cellfleet/cellfleet/internal/replica/client"
+	"github.com/cellfleet/cellfleet/internal/replica/wire"
 )
 
 // BatchOptions bounds write batching. docs/performance.md (## FUSE mount)
@@ -21,8 +22,8 @@ import (
 type BatchOptions struct {
 	// MaxOps is the largest number of writes in one engine entry.
 	MaxOps int
-	// MaxBytes is the largest payload of one engine entry; it must stay
-	// well below the wire's 16 MiB frame.
+	// MaxBytes is the largest payload of one engine entry, at most the
+	// engine's per-call data limit (wire.MaxData, 4 MiB).
 	MaxBytes int
 	// InFlight is how many engine calls commit at once.
 	InFlight int
@@ -30,7 +31,7 @@ type BatchOptions struct {
 
 const (
 	defaultBatchOps      = 64
-	defaultBatchBytes    = 8 << 20
+	defaultBatchBytes    = wire.MaxData
 	defaultBatchInFlight = 4
 )
 
@@ -38,7 +39,7 @@ func (b BatchOptions) withDefaults() BatchOptions {
 	if b.MaxOps <= 0 {
 		b.MaxOps = defaultBatchOps
 	}
-	if b.MaxBytes <= 0 || b.MaxBytes > 12<<20 {
+	if b.MaxBytes <= 0 || b.MaxBytes > wire.MaxData {
 		b.MaxBytes = defaultBatchBytes
 	}
 	if b.InFlight <= 0 {
@@ -48,10 +49,11 @@ func (b BatchOptions) withDefaults() BatchOptions {
 }
 
 type pendingWrite struct {
-	req  client.WriteReq
-	attr client.Attr
-	err  error
-	done chan struct{}
+	req    client.WriteReq
+	attr   client.Attr
+	err    error
+	done   chan struct{}
+	notify func(error) // write-behind: called when the outcome is known
 }
 
 type batcher struct {
@@ -81,7 +83,41 @@ func (b *batcher) write(ino, off uint64, data []byte) (client.Attr, error) {
 	return p.attr, p.err
 }
 
+// submit queues data at off in ino and returns without waiting; notify
+// receives the outcome.
+func (b *batcher) submit(ino, off uint64, data []byte, notify func(error)) {
+	p := &pendingWrite{req: client.WriteReq{Ino: ino, Offset: off, Data: data},
+		done: make(chan struct{}), notify: notify}
+	select {
+	case b.queue <- p:
+	case <-b.stop:
+		notify(syscall.EIO)
+	}
+}
+
+// finish publishes p's outcome.
+func (p *pendingWrite) finish() {
+	close(p.done)
+	if p.notify != nil {
+		p.notify(p.err)
+	}
+}
+
 func (b *batcher) close() { close(b.stop) }
+
+// abandon fails what is still queued once the mount is gone, so nobody
+// waits for a write that will never be sent.
+func (b *batcher) abandon() {
+	for {
+		select {
+		case p := <-b.queue:
+			p.err = syscall.EIO
+			p.finish()
+		default:
+			return
+		}
+	}
+}
 
 func (b *batcher) run() {
 	var carry *pendingWrite
@@ -92,6 +128,7 @@ func (b *batcher) run() {
 			select {
 			case first = <-b.queue:
 			case <-b.stop:
+				b.abandon()
 				return
 			}
 		}
@@ -123,7 +160,7 @@ func (b *batcher) commit(batch []*pendingWrite) {
 	if len(batch) == 1 {
 		p := batch[0]
 		p.attr, p.err = b.cl.Write(ctx, p.req.Ino, p.req.Offset, p.req.Data)
-		close(p.done)
+		p.finish()
 		return
 	}
 	reqs := make([]client.WriteReq, len(batch))
@@ -140,6 +177,6 @@ func (b *batcher) commit(batch []*pendingWrite) {
 		default:
 			p.attr, p.err = res[i].Attr, res[i].Err()
 		}
-		close(p.done)
+		p.finish()
 	}
 }

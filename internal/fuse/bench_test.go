@@ -68,15 +68,24 @@ func seqWrite(b *testing.B, dir string) float64 {
 	return float64(seqBytes) / (1 << 20) / time.Since(start).Seconds()
 }
 
-// BenchmarkSeqWrite1MiB: 64 MiB in 1 MiB writes, then fsync (MiB/s).
+// BenchmarkSeqWrite1MiB: 64 MiB in 1 MiB writes, then fsync (MiB/s), with
+// write-behind (the single-writer default) and with every WRITE waiting for
+// its commit: the measurement behind Options.WritebackBytes.
 func BenchmarkSeqWrite1MiB(b *testing.B) {
-	raw, mnt, _ := benchSetup(b, cfuse.Options{SingleWriter: true})
-	var r, m float64
-	for b.Loop() {
-		r += seqWrite(b, raw.dir)
-		m += seqWrite(b, mnt.dir)
+	for _, mode := range []struct {
+		name      string
+		writeback int
+	}{{"write-behind", 0}, {"synchronous", -1}} {
+		b.Run(mode.name, func(b *testing.B) {
+			raw, mnt, _ := benchSetup(b, cfuse.Options{SingleWriter: true, WritebackBytes: mode.writeback})
+			var r, m float64
+			for b.Loop() {
+				r += seqWrite(b, raw.dir)
+				m += seqWrite(b, mnt.dir)
+			}
+			report(b, "MiB/s", r/float64(b.N), m/float64(b.N))
+		})
 	}
-	report(b, "MiB/s", r/float64(b.N), m/float64(b.N))
 }
 
 // BenchmarkParallelWrites: 8 threads each doing 4 KiB writes followed by
@@ -257,11 +266,18 @@ func create(dir string, thread, i int) error {
 	return f.Close()
 }
 
-// BenchmarkCreates: empty file creates per second from 1 and 8 threads.
+// BenchmarkCreates: empty file creates per second from 1 and 8 threads,
+// and from 1 thread without the directory name cache (every create then
+// also pays a LOOKUP at the coordinator).
 func BenchmarkCreates(b *testing.B) {
-	for _, threads := range []int{1, 8} {
-		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
-			raw, mnt, _ := benchSetup(b, cfuse.Options{SingleWriter: true})
+	for _, mode := range []struct {
+		name    string
+		threads int
+		noCache bool
+	}{{"threads=1", 1, false}, {"threads=8", 8, false}, {"threads=1/no-name-cache", 1, true}} {
+		threads := mode.threads
+		b.Run(mode.name, func(b *testing.B) {
+			raw, mnt, _ := benchSetup(b, cfuse.Options{SingleWriter: true, NoNameCache: mode.noCache})
 			var r, m float64
 			round := 0
 			for b.Loop() {

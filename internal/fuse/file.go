@@ -2,11 +2,12 @@ package fuse
 
 // Open files: read, write, flush, fsync, release, fallocate, lseek.
 //
-// A WRITE is answered only after the engine committed it on a quorum (write
-// batching joins concurrent writes into one entry), so flush and fsync have
-// nothing left to wait for: when close or fsync returns, every write before
-// it is committed. File locks (flock, POSIX) are the kernel's own, within
-// this mount.
+// On shared volumes a WRITE is answered only after the engine committed it
+// on a quorum (write batching joins concurrent writes into one entry). On
+// single-writer volumes it is answered once queued (write-behind,
+// writeback.go) and flush and fsync wait for the commits. Either way, when
+// close or fsync returns, every write before it is committed. File locks
+// (flock, POSIX) are the kernel's own, within this mount.
 
 import (
 	"context"
@@ -70,6 +71,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 
 // Read reads from the coordinator's applied state.
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	h.fsys.settle(h.ino)
 	b, err := h.fsys.cl.Read(opCtx(), h.ino, uint64(off), uint32(len(dest)))
 	if err != nil {
 		return nil, h.fsys.errno("read", h.ino, err)
@@ -77,10 +79,17 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 	return fuse.ReadResultData(b), 0
 }
 
-// Write commits data; it returns once a quorum holds it.
+// Write commits data: it returns once a quorum holds it, or with
+// write-behind once it is queued.
 func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	if h.fsys.opt.ReadOnly {
 		return 0, syscall.EROFS
+	}
+	if wb := h.fsys.wb; wb != nil {
+		if err := wb.write(h.in, h.ino, uint64(off), data); err != nil {
+			return 0, h.fsys.errno("write", h.ino, err)
+		}
+		return uint32(len(data)), 0
 	}
 	_, err := h.fsys.batch.write(h.ino, uint64(off), data)
 	if err != nil {
@@ -93,14 +102,24 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 	return uint32(len(data)), 0
 }
 
-// Flush has nothing to wait for: every write was committed when answered.
-func (h *handle) Flush(ctx context.Context) syscall.Errno { return 0 }
+// Flush (each close) waits for the file's queued writes and reports the
+// first that failed; without write-behind every write was committed when
+// answered.
+func (h *handle) Flush(ctx context.Context) syscall.Errno { return h.sync("flush") }
 
 // Fsync likewise: committed on a quorum means durable on a quorum.
-func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno { return 0 }
+func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno { return h.sync("fsync") }
+
+func (h *handle) sync(op string) syscall.Errno {
+	if h.fsys.wb == nil {
+		return 0
+	}
+	return h.fsys.errno(op, h.ino, h.fsys.wb.sync(h.ino))
+}
 
 // Release closes the handle; the last one frees a deleted file.
 func (h *handle) Release(ctx context.Context) syscall.Errno {
+	h.fsys.settle(h.ino)
 	h.fsys.orphans.closed(h.ino)
 	return 0
 }
@@ -110,6 +129,7 @@ func (h *handle) Allocate(ctx context.Context, off uint64, size uint64, mode uin
 	if h.fsys.opt.ReadOnly {
 		return syscall.EROFS
 	}
+	h.fsys.settle(h.ino)
 	_, err := h.fsys.cl.Fallocate(opCtx(), h.ino, mode, off, size)
 	go h.invalidate()
 	return h.fsys.errno("fallocate", h.ino, err)
@@ -118,6 +138,7 @@ func (h *handle) Allocate(ctx context.Context, off uint64, size uint64, mode uin
 // Lseek answers SEEK_DATA and SEEK_HOLE: the engine does not report holes,
 // so all of a file is data and its only hole is at the end (as POSIX allows).
 func (h *handle) Lseek(ctx context.Context, off uint64, whence uint32) (uint64, syscall.Errno) {
+	h.fsys.settle(h.ino)
 	a, err := h.fsys.cl.GetAttr(opCtx(), h.ino)
 	if err != nil {
 		return 0, h.fsys.errno("lseek", h.ino, err)

@@ -49,6 +49,12 @@ func MountVolume(ctx context.Context, target string, cl *client.Client, o Option
 		}
 	}
 	fsys.batch = newBatcher(cl, opt.Batch)
+	if opt.writeBehind() {
+		fsys.wb = newWriteback(fsys.batch, opt.WritebackBytes)
+	}
+	if opt.SingleWriter && !opt.ReadOnly && !opt.NoNameCache {
+		fsys.names = newNames()
+	}
 	rootNode := &node{fsys: fsys}
 	rootNode.remember(root)
 	srv, err := fs.Mount(target, rootNode, fsys.fsOptions())

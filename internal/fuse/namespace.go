@@ -40,6 +40,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		return nil, nil, 0, e
 	}
 	a, err := n.fsys.cl.Create(opCtx(), n.ino(), name, m, uid, gid)
+	n.added(name, err)
 	if err != nil {
 		return nil, nil, 0, n.fsys.errno("create", n.ino(), err)
 	}
@@ -82,9 +83,11 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 		return nil, e
 	}
 	a, err := n.fsys.cl.Mkdir(opCtx(), n.ino(), name, m, uid, gid)
+	n.added(name, err)
 	if err != nil {
 		return nil, n.fsys.errno("mkdir", n.ino(), err)
 	}
+	n.fsys.names.known(a.Ino, nil, n.fsys.names.since()) // made empty here
 	n.fsys.fillEntry(a, out)
 	return n.child(ctx, a), 0
 }
@@ -99,6 +102,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, 
 		return nil, e
 	}
 	a, err := n.fsys.cl.Mknod(opCtx(), n.ino(), name, m, dev, uid, gid)
+	n.added(name, err)
 	if err != nil {
 		return nil, n.fsys.errno("mknod", n.ino(), err)
 	}
@@ -116,6 +120,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 		return nil, e
 	}
 	a, err := n.fsys.cl.Symlink(opCtx(), n.ino(), name, target, uid, gid)
+	n.added(name, err)
 	if err != nil {
 		return nil, n.fsys.errno("symlink", n.ino(), err)
 	}
@@ -129,7 +134,9 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 		return nil, e
 	}
 	ino := target.EmbeddedInode().StableAttr().Ino
+	n.fsys.settle(ino) // the answer carries its size
 	a, err := n.fsys.cl.Link(opCtx(), ino, n.ino(), name)
+	n.added(name, err)
 	if err != nil {
 		return nil, n.fsys.errno("link", ino, err)
 	}
@@ -152,19 +159,18 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 		return e
 	}
 	if ino, ok := n.victim(name); ok {
+		// A last unlink frees the inode: its queued writes go first.
+		n.fsys.settle(ino)
 		kept, done, err := n.fsys.orphans.keep(ino, n.ino(), name, true)
 		defer done()
-		if err != nil {
+		if err != nil || kept {
+			n.removed(name, err)
 			return n.fsys.errno("unlink", n.ino(), err)
 		}
-		if kept {
-			return 0
-		}
 	}
-	if err := n.fsys.cl.Unlink(opCtx(), n.ino(), name); err != nil {
-		return n.fsys.errno("unlink", n.ino(), err)
-	}
-	return 0
+	err := n.fsys.cl.Unlink(opCtx(), n.ino(), name)
+	n.removed(name, err)
+	return n.fsys.errno("unlink", n.ino(), err)
 }
 
 // Rmdir removes an empty directory.
@@ -172,10 +178,9 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if e := n.writable(name); e != 0 {
 		return e
 	}
-	if err := n.fsys.cl.Rmdir(opCtx(), n.ino(), name); err != nil {
-		return n.fsys.errno("rmdir", n.ino(), err)
-	}
-	return 0
+	err := n.fsys.cl.Rmdir(opCtx(), n.ino(), name)
+	n.removed(name, err)
+	return n.fsys.errno("rmdir", n.ino(), err)
 }
 
 // Rename moves name to newParent/newName (flags: 0, RENAME_NOREPLACE or
@@ -203,14 +208,18 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 			}
 		}
 	}
-	if err := n.fsys.cl.Rename(opCtx(), n.ino(), name, dst.ino(), newName, flags); err != nil {
-		return n.fsys.errno("rename", n.ino(), err)
+	err := n.fsys.cl.Rename(opCtx(), n.ino(), name, dst.ino(), newName, flags)
+	if flags&client.RenameExchange == 0 {
+		// Both names exist after an exchange; otherwise the name moved.
+		n.removed(name, err)
+		dst.added(newName, err)
 	}
-	return 0
+	return n.fsys.errno("rename", n.ino(), err)
 }
 
 // Readdir lists the directory (without "." and "..", which go-fuse adds).
 func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	epoch := n.fsys.names.since()
 	var list []fuse.DirEntry
 	const page = 1024
 	for off := uint64(0); ; {
@@ -225,6 +234,7 @@ func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 			list = append(list, fuse.DirEntry{Name: e.Name, Ino: e.Ino, Mode: e.Mode})
 		}
 		if len(ents) < page {
+			n.fsys.names.known(n.ino(), entryNames(list), epoch)
 			return fs.NewListDirStream(list), 0
 		}
 		off += uint64(len(ents))
@@ -238,4 +248,22 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 		return nil, n.fsys.errno("readlink", n.ino(), err)
 	}
 	return []byte(t), 0
+}
+
+// added and removed keep the directory name cache (names.go) in step with
+// a change of name in n whose engine answer was err.
+func (n *node) added(name string, err error) {
+	n.fsys.names.settled(n.ino(), err, func() { n.fsys.names.added(n.ino(), name) })
+}
+
+func (n *node) removed(name string, err error) {
+	n.fsys.names.settled(n.ino(), err, func() { n.fsys.names.removed(n.ino(), name) })
+}
+
+func entryNames(list []fuse.DirEntry) []string {
+	out := make([]string, len(list))
+	for i, e := range list {
+		out[i] = e.Name
+	}
+	return out
 }

@@ -23,7 +23,17 @@ type filesystem struct {
 	opt     Options
 	log     *slog.Logger
 	batch   *batcher
+	wb      *writeback // nil: writes are synchronous
+	names   *names     // nil: every lookup asks the coordinator
 	orphans *orphans
+}
+
+// settle waits for ino's queued writes (write-behind), so an answer about
+// ino reflects every write the mount acknowledged.
+func (f *filesystem) settle(ino uint64) {
+	if f.wb != nil {
+		f.wb.drain(ino)
+	}
 }
 
 // node is one inode of the volume.
@@ -140,12 +150,20 @@ func (n *node) child(ctx context.Context, a client.Attr) *fs.Inode {
 
 // Lookup resolves name in this directory.
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if n.hidden(name) {
+	if n.hidden(name) || n.fsys.names.absent(n.ino(), name) {
 		return nil, syscall.ENOENT
 	}
 	a, err := n.fsys.cl.Lookup(opCtx(), n.ino(), name)
 	if err != nil {
 		return nil, n.fsys.errno("lookup", n.ino(), err)
+	}
+	if n.fsys.wb != nil && n.fsys.wb.busy(a.Ino) {
+		// The kernel forgot a file it is still writing: its size must
+		// include the queued writes.
+		n.fsys.wb.drain(a.Ino)
+		if a, err = n.fsys.cl.GetAttr(opCtx(), a.Ino); err != nil {
+			return nil, n.fsys.errno("lookup", n.ino(), err)
+		}
 	}
 	n.fsys.fillEntry(a, out)
 	return n.child(ctx, a), 0
@@ -153,6 +171,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 
 // Getattr asks the coordinator (the kernel caches the answer for the TTL).
 func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.fsys.settle(n.ino())
 	a, err := n.fsys.cl.GetAttr(opCtx(), n.ino())
 	if err != nil {
 		return n.fsys.errno("getattr", n.ino(), err)
@@ -169,6 +188,8 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	if n.fsys.opt.ReadOnly {
 		return syscall.EROFS
 	}
+	// Truncation and times apply after the writes before them.
+	n.fsys.settle(n.ino())
 	var s client.SetAttrIn
 	if m, ok := in.GetMode(); ok {
 		s.Valid |= client.SetMode

@@ -201,8 +201,8 @@ func TestQuorumLossAnswersEIO(t *testing.T) {
 	for _, i := range dead {
 		c.Restart(i)
 	}
-	fusetestWait(t, "writes to succeed again once a quorum is back", func() bool {
+	fusetestWait(t, "writes to commit again once a quorum is back", func() bool {
 		_, err := f.WriteAt([]byte("quorum back"), 200)
-		return err == nil
+		return err == nil && f.Sync() == nil
 	})
 }

@@ -48,6 +48,15 @@ type Options struct {
 	OwnerKey string
 	// Batch bounds write batching; zero fields take the defaults.
 	Batch BatchOptions
+	// WritebackBytes bounds the data a single-writer mount holds queued
+	// for commit (write-behind, see writeback.go); 0 takes the default
+	// (32 MiB), negative turns write-behind off (every WRITE waits for its
+	// commit, as on shared volumes).
+	WritebackBytes int
+	// NoNameCache turns off answering lookups of absent names from the
+	// single-writer mount's own record of a directory (names.go); it exists
+	// to measure what that cache buys.
+	NoNameCache bool
 	// Debug logs every FUSE request.
 	Debug  bool
 	Logger *slog.Logger
@@ -76,6 +85,11 @@ func (o *Options) withDefaults() (Options, error) {
 		opt.Logger = slog.Default()
 	}
 	return opt, nil
+}
+
+// writeBehind reports whether WRITEs are answered before their commit.
+func (o *Options) writeBehind() bool {
+	return o.SingleWriter && !o.ReadOnly && o.WritebackBytes >= 0
 }
 
 func (o *Options) ttl() time.Duration {
