@@ -57,6 +57,7 @@ func MountVolume(ctx context.Context, target string, cl *client.Client, o Option
 	}
 	rootNode := &node{fsys: fsys}
 	rootNode.remember(root)
+	fsys.orphans.rootChanged = rootNode.dirChanged
 	srv, err := fs.Mount(target, rootNode, fsys.fsOptions())
 	if err != nil {
 		fsys.batch.close()

@@ -41,6 +41,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	a, err := n.fsys.cl.Create(opCtx(), n.ino(), name, m, uid, gid)
 	n.added(name, err)
+	n.entryAdded(a, err)
 	if err != nil {
 		return nil, nil, 0, n.fsys.errno("create", n.ino(), err)
 	}
@@ -84,6 +85,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	}
 	a, err := n.fsys.cl.Mkdir(opCtx(), n.ino(), name, m, uid, gid)
 	n.added(name, err)
+	n.entryAdded(a, err)
 	if err != nil {
 		return nil, n.fsys.errno("mkdir", n.ino(), err)
 	}
@@ -103,6 +105,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, 
 	}
 	a, err := n.fsys.cl.Mknod(opCtx(), n.ino(), name, m, dev, uid, gid)
 	n.added(name, err)
+	n.entryAdded(a, err)
 	if err != nil {
 		return nil, n.fsys.errno("mknod", n.ino(), err)
 	}
@@ -121,6 +124,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	}
 	a, err := n.fsys.cl.Symlink(opCtx(), n.ino(), name, target, uid, gid)
 	n.added(name, err)
+	n.entryAdded(a, err)
 	if err != nil {
 		return nil, n.fsys.errno("symlink", n.ino(), err)
 	}
@@ -137,6 +141,7 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	n.fsys.settle(ino) // the answer carries its size
 	a, err := n.fsys.cl.Link(opCtx(), ino, n.ino(), name)
 	n.added(name, err)
+	n.entryAdded(a, err)
 	if err != nil {
 		return nil, n.fsys.errno("link", ino, err)
 	}
@@ -158,6 +163,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if e := n.writable(name); e != 0 {
 		return e
 	}
+	defer n.dirChanged()
 	if ino, ok := n.victim(name); ok {
 		// A last unlink frees the inode: its queued writes go first.
 		n.fsys.settle(ino)
@@ -178,6 +184,7 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if e := n.writable(name); e != 0 {
 		return e
 	}
+	defer n.dirChanged()
 	err := n.fsys.cl.Rmdir(opCtx(), n.ino(), name)
 	n.removed(name, err)
 	return n.fsys.errno("rmdir", n.ino(), err)
@@ -206,6 +213,13 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 					return n.fsys.errno("rename", n.ino(), err)
 				}
 			}
+		}
+	}
+	defer n.dirChanged()
+	defer dst.dirChanged()
+	if c := n.GetChild(name); c != nil {
+		if moved, ok := c.Operations().(*node); ok {
+			defer moved.dirChanged() // its ctime, and a directory's ".."
 		}
 	}
 	err := n.fsys.cl.Rename(opCtx(), n.ino(), name, dst.ino(), newName, flags)

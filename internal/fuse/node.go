@@ -44,6 +44,11 @@ type node struct {
 	mu   sync.Mutex
 	attr client.Attr // last attributes seen (directories: for setgid inheritance)
 	seen bool
+	// exact: attr is the engine's current state, kept so by deriving each
+	// change this mount made (dirattr.go); directories only.
+	exact bool
+	// noXattr holds extended attribute names known absent (xattr.go).
+	noXattr map[string]struct{}
 }
 
 var (
@@ -94,7 +99,7 @@ func (f *filesystem) errno(op string, ino uint64, err error) syscall.Errno {
 // remember records the attributes the engine returned for this node.
 func (n *node) remember(a client.Attr) {
 	n.mu.Lock()
-	n.attr, n.seen = a, true
+	n.attr, n.seen, n.exact = a, true, true
 	n.mu.Unlock()
 }
 
@@ -171,6 +176,11 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 
 // Getattr asks the coordinator (the kernel caches the answer for the TTL).
 func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if a, ok := n.exactDirAttr(); ok {
+		n.fsys.fill(a, &out.Attr)
+		out.SetTimeout(n.fsys.opt.ttl())
+		return 0
+	}
 	n.fsys.settle(n.ino())
 	a, err := n.fsys.cl.GetAttr(opCtx(), n.ino())
 	if err != nil {

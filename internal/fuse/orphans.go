@@ -42,6 +42,9 @@ type orphans struct {
 	// it, when the inode may be gone.
 	removed map[uint64]time.Time
 	seq     uint64
+	// rootChanged is told when the hidden directory is made in the root
+	// (the root's remembered attributes are no longer exact).
+	rootChanged func()
 }
 
 // removedMemory is how long a removal makes later opens check the inode.
@@ -130,6 +133,9 @@ func (o *orphans) dir(create bool) (uint64, error) {
 	a, err := o.cl.Lookup(opCtx(), client.RootIno, orphanDir)
 	if errors.Is(err, syscall.ENOENT) && create {
 		a, err = o.cl.Mkdir(opCtx(), client.RootIno, orphanDir, 0o700, 0, 0)
+		if o.rootChanged != nil {
+			o.rootChanged()
+		}
 		if errors.Is(err, syscall.EEXIST) {
 			a, err = o.cl.Lookup(opCtx(), client.RootIno, orphanDir)
 		}

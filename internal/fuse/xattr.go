@@ -3,15 +3,28 @@ package fuse
 // Extended attributes, stored by the engine per inode. A value that does not
 // fit the caller's buffer answers ERANGE with the size needed, as getxattr(2)
 // and listxattr(2) expect.
+//
+// The kernel asks for "security.capability" before every write (to drop
+// file capabilities, as write(2) must), which would cost each WRITE a
+// coordinator round trip. On a single-writer volume the mount remembers the
+// names it found absent on a node and answers those itself until it sets
+// one; any change with an uncertain outcome forgets them.
 
 import (
 	"context"
+	"errors"
 	"syscall"
 )
 
 // Getxattr returns a value (ENODATA when absent).
 func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	if n.xattrAbsent(attr) {
+		return 0, syscall.ENODATA
+	}
 	v, err := n.fsys.cl.GetXattr(opCtx(), n.ino(), attr)
+	if errors.Is(err, syscall.ENODATA) {
+		n.xattrSettled(attr, true)
+	}
 	if err != nil {
 		return 0, n.fsys.errno("getxattr", n.ino(), err)
 	}
@@ -26,6 +39,10 @@ func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 	if n.fsys.opt.ReadOnly {
 		return syscall.EROFS
 	}
+	defer n.dirChanged() // ctime
+	// Forgotten before the change: a concurrent lookup must not answer
+	// absent once the value may exist.
+	n.xattrSettled(attr, false)
 	return n.fsys.errno("setxattr", n.ino(), n.fsys.cl.SetXattr(opCtx(), n.ino(), attr, data, flags))
 }
 
@@ -50,5 +67,38 @@ func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
 	if n.fsys.opt.ReadOnly {
 		return syscall.EROFS
 	}
-	return n.fsys.errno("removexattr", n.ino(), n.fsys.cl.RemoveXattr(opCtx(), n.ino(), attr))
+	defer n.dirChanged() // ctime
+	err := n.fsys.cl.RemoveXattr(opCtx(), n.ino(), attr)
+	if err == nil || errors.Is(err, syscall.ENODATA) {
+		n.xattrSettled(attr, true)
+	}
+	return n.fsys.errno("removexattr", n.ino(), err)
+}
+
+// maxAbsentXattrs bounds the names remembered per node.
+const maxAbsentXattrs = 16
+
+// xattrAbsent reports whether attr is known absent on n.
+func (n *node) xattrAbsent(attr string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, ok := n.noXattr[attr]
+	return ok
+}
+
+// xattrSettled records attr as absent on n, or forgets that it was.
+func (n *node) xattrSettled(attr string, absent bool) {
+	if !n.fsys.opt.SingleWriter || n.fsys.opt.ReadOnly {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case !absent:
+		delete(n.noXattr, attr)
+	case n.noXattr == nil:
+		n.noXattr = map[string]struct{}{attr: {}}
+	case len(n.noXattr) < maxAbsentXattrs:
+		n.noXattr[attr] = struct{}{}
+	}
 }

@@ -55,13 +55,20 @@ type Cluster struct {
 }
 
 // Start starts a three-replica volume of the given capacity with the
-// replica-host binary bin; everything is killed in Cleanup.
+// replica-host binary bin and FastTiming; everything is killed in Cleanup.
 func Start(t testing.TB, bin string, capacity uint64) *Cluster {
+	t.Helper()
+	return StartWithTiming(t, bin, capacity, FastTiming)
+}
+
+// StartWithTiming is Start with the given Raft timing (the zero value is
+// what a production host runs with: hashicorp/raft's defaults).
+func StartWithTiming(t testing.TB, bin string, capacity uint64, timing replica.Timing) *Cluster {
 	t.Helper()
 	dir := t.TempDir()
 	base, status := freePortRange(t, 3), freePortRange(t, 3)
 	g, err := host.Generate(host.GenerateOptions{Dir: dir, Volume: "vol", Replicas: 3, BasePort: base,
-		StatusBasePort: status, Capacity: capacity, Timing: FastTiming})
+		StatusBasePort: status, Capacity: capacity, Timing: timing})
 	if err != nil {
 		t.Fatalf("generate the volume's configuration: %v", err)
 	}
@@ -144,6 +151,33 @@ func (c *Cluster) Kill(i int) {
 	_ = c.procs[i].Process.Signal(syscall.SIGKILL)
 	<-c.exited[i]
 	c.procs[i] = nil
+}
+
+// CPU returns the processor time (user and system) the running replica
+// processes have used so far.
+func (c *Cluster) CPU() time.Duration {
+	var total time.Duration
+	for _, p := range c.procs {
+		if p == nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Process.Pid))
+		if err != nil {
+			continue
+		}
+		// Fields after the command name (which may hold spaces) start at
+		// state; utime and stime are fields 14 and 15, in clock ticks
+		// (USER_HZ, 100 on Linux).
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		var ut, st int64
+		fmt.Sscan(f[11], &ut)
+		fmt.Sscan(f[12], &st)
+		total += time.Duration(ut+st) * 10 * time.Millisecond
+	}
+	return total
 }
 
 // Dial connects a client to the volume.

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -99,8 +100,13 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	return s, nil
 }
 
+// copyFile copies a backing file; a missing one (never written) becomes an
+// empty copy.
 func copyFile(from, to string) error {
 	src, err := os.Open(from)
+	if errors.Is(err, fs.ErrNotExist) {
+		return os.WriteFile(to, nil, 0o600)
+	}
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"io"
-	"os"
 	"slices"
 )
 
@@ -43,14 +42,17 @@ func (f *FSM) Digest() (uint64, string, error) {
 			b(n.Xattrs[k])
 		}
 		if a.IsRegular() {
-			fh, err := os.Open(f.files.path(ino))
+			fh, err := f.files.openRead(ino)
 			if err != nil {
 				return 0, "", err
 			}
-			k, err := io.Copy(h, io.LimitReader(fh, int64(a.Size)))
-			fh.Close()
-			if err != nil {
-				return 0, "", err
+			var k int64
+			if fh != nil {
+				k, err = io.Copy(h, io.LimitReader(fh, int64(a.Size)))
+				fh.Close()
+				if err != nil {
+					return 0, "", err
+				}
 			}
 			_, _ = io.CopyN(h, zeroReader{}, int64(a.Size)-k)
 		}

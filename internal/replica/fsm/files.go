@@ -1,7 +1,9 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,25 +26,31 @@ func (c *fileCache) path(ino uint64) string {
 	return filepath.Join(c.dir, strconv.FormatUint(ino, 16))
 }
 
-func (c *fileCache) create(ino uint64) error {
-	fh, err := os.OpenFile(c.path(ino), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("create backing file for inode %d: %w", ino, err)
-	}
-	c.put(ino, fh)
-	return nil
-}
-
+// get returns ino's backing file, making it on first use: a regular file
+// has no backing file until something writes, truncates or allocates it
+// (a missing one reads as empty), so creating a file costs no backing-file
+// creation on any replica. Inode numbers are never reused and the tree is
+// rebuilt at start, so a name made here is never a stale one.
 func (c *fileCache) get(ino uint64) (*os.File, error) {
 	if fh := c.open[ino]; fh != nil {
 		return fh, nil
 	}
-	fh, err := os.OpenFile(c.path(ino), os.O_RDWR, 0)
+	fh, err := os.OpenFile(c.path(ino), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open backing file for inode %d: %w", ino, err)
 	}
 	c.put(ino, fh)
 	return fh, nil
+}
+
+// openRead opens ino's backing file for reading; a file never written has
+// none and reads as empty (nil, nil).
+func (c *fileCache) openRead(ino uint64) (*os.File, error) {
+	fh, err := os.Open(c.path(ino))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return fh, err
 }
 
 func (c *fileCache) put(ino uint64, fh *os.File) {

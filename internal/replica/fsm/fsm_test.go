@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"reflect"
 	"syscall"
 	"testing"
@@ -309,5 +310,50 @@ func TestOrphansStayReadableUntilReleaseOrSessionEviction(t *testing.T) {
 	}
 	if r := h.f.Query(&wire.Op{Kind: wire.KindLookup, Ino: wire.RootIno, Name: "b"}); r.Attr.Ino != a {
 		t.Fatalf("b must now name a's inode")
+	}
+}
+
+func TestFilesNeverWrittenHaveNoBackingFileAndStayEmptyThroughACheckpoint(t *testing.T) {
+	h := newHarness(t, Limits{})
+	empty := h.mk(wire.KindCreate, wire.RootIno, "empty")
+	grown := h.mk(wire.KindCreate, wire.RootIno, "grown")
+	if _, err := os.Stat(h.f.files.path(empty)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("creating a file must not make its backing file (stat: %v)", err)
+	}
+	if r := h.do(wire.Op{Kind: wire.KindSetattr, Ino: grown, Valid: wire.SetSize, Size: 5}); r.Errno != 0 {
+		t.Fatalf("truncate up: errno %d", r.Errno)
+	}
+	if r := h.f.Query(&wire.Op{Kind: wire.KindRead, Ino: grown, Size: 100}); string(r.Data) != "\x00\x00\x00\x00\x00" {
+		t.Fatalf("a file truncated up reads %q, want five zero bytes", r.Data)
+	}
+	if r := h.f.Query(&wire.Op{Kind: wire.KindRead, Ino: empty, Size: 100}); r.Errno != 0 || len(r.Data) != 0 {
+		t.Fatalf("a never-written file reads %q errno %d, want nothing", r.Data, r.Errno)
+	}
+	_, want, err := h.f.Digest()
+	if err != nil {
+		t.Fatalf("digest with a never-written file: %v", err)
+	}
+	snap, err := h.f.Snapshot()
+	if err != nil {
+		t.Fatalf("checkpoint with a never-written file: %v", err)
+	}
+	sink := &memSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+	other := newHarness(t, Limits{})
+	if err := other.f.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	if _, got, _ := other.f.Digest(); got != want {
+		t.Fatalf("restored digest %s, want %s", got, want)
+	}
+	other.seq = h.seq // the restored session's sequence numbers are h's
+	if r := other.do(wire.Op{Kind: wire.KindWrite, Ino: empty, Data: []byte("now")}); r.Errno != 0 {
+		t.Fatalf("first write after restore: errno %d", r.Errno)
+	}
+	if r := other.f.Query(&wire.Op{Kind: wire.KindRead, Ino: empty, Size: 100}); string(r.Data) != "now" {
+		t.Fatalf("the first write to a never-written file reads back %q", r.Data)
 	}
 }

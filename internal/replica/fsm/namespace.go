@@ -53,12 +53,6 @@ func (f *FSM) makeNode(op *wire.Op) wire.Result {
 	case op.Kind == wire.KindMknod:
 		n.Attr.Rdev = op.Rdev
 	}
-	if n.Attr.IsRegular() {
-		if err := f.files.create(op.NewIno); err != nil {
-			f.fail(err)
-			return errno(syscall.EIO)
-		}
-	}
 	f.st.Inodes[op.NewIno] = n
 	f.st.NextIno = op.NewIno + 1
 	parent.addChild(op.Name, op.NewIno)

@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"io"
-	"os"
 	"slices"
 	"syscall"
 
@@ -84,14 +83,17 @@ func (f *FSM) read(op *wire.Op) wire.Result {
 	}
 	size := min(op.Size, n.Attr.Size-op.Offset, wire.MaxData)
 	buf := make([]byte, size)
-	fh, err := os.Open(f.files.path(op.Ino))
+	fh, err := f.files.openRead(op.Ino)
 	if err != nil {
 		return errno(syscall.EIO)
 	}
-	defer fh.Close()
-	k, err := fh.ReadAt(buf, int64(op.Offset))
-	if err != nil && err != io.EOF {
-		return errno(syscall.EIO)
+	k := 0
+	if fh != nil {
+		defer fh.Close()
+		k, err = fh.ReadAt(buf, int64(op.Offset))
+		if err != nil && err != io.EOF {
+			return errno(syscall.EIO)
+		}
 	}
 	// A sparse tail past the backing file's end reads as zeros.
 	for i := k; i < len(buf); i++ {
