@@ -89,9 +89,11 @@ func BenchmarkSeqWrite1MiB(b *testing.B) {
 	for _, mode := range []struct {
 		name      string
 		writeback int
-	}{{"write-behind", 0}, {"synchronous", -1}} {
+		maxWrite  int
+	}{{"write-behind", 0, 0}, {"synchronous", -1, 0}, {"synchronous/max-write-128KiB", -1, 128 << 10}} {
 		b.Run(mode.name, func(b *testing.B) {
-			raw, mnt, c := benchSetup(b, cfuse.Options{SingleWriter: true, WritebackBytes: mode.writeback})
+			raw, mnt, c := benchSetup(b, cfuse.Options{SingleWriter: true, WritebackBytes: mode.writeback,
+				MaxWrite: mode.maxWrite})
 			var r, m float64
 			var cpu time.Duration
 			for b.Loop() {
@@ -192,20 +194,29 @@ func seqRead(b *testing.B, path string) float64 {
 
 // BenchmarkSeqRead1MiB: a 64 MiB file read in 1 MiB reads with a cold
 // cache (the raw file's pages dropped, the mount's read through a fresh
-// read-only mount each time) (MiB/s).
+// read-only mount each time) (MiB/s), with the default 1 MiB readahead and
+// requests and with 128 KiB.
 func BenchmarkSeqRead1MiB(b *testing.B) {
-	raw, mnt, c := benchSetup(b, cfuse.Options{SingleWriter: true})
-	seqWrite(b, raw.dir)
-	seqWrite(b, mnt.dir)
-	rawFile := firstFile(b, raw.dir)
-	name := filepath.Base(firstFile(b, mnt.dir))
-	var r, m float64
-	for b.Loop() {
-		r += seqRead(b, rawFile)
-		fresh := c.mount(b, cfuse.Options{ReadOnly: true, SingleWriter: true})
-		m += seqRead(b, filepath.Join(fresh, name))
+	for _, mode := range []struct {
+		name     string
+		transfer int
+	}{{"readahead-1MiB", 0}, {"readahead-128KiB", 128 << 10}} {
+		b.Run(mode.name, func(b *testing.B) {
+			raw, mnt, c := benchSetup(b, cfuse.Options{SingleWriter: true})
+			seqWrite(b, raw.dir)
+			seqWrite(b, mnt.dir)
+			rawFile := firstFile(b, raw.dir)
+			name := filepath.Base(firstFile(b, mnt.dir))
+			var r, m float64
+			for b.Loop() {
+				r += seqRead(b, rawFile)
+				fresh := c.mount(b, cfuse.Options{ReadOnly: true, SingleWriter: true,
+					MaxReadAhead: mode.transfer, MaxWrite: mode.transfer})
+				m += seqRead(b, filepath.Join(fresh, name))
+			}
+			report(b, "MiB/s", r/float64(b.N), m/float64(b.N))
+		})
 	}
-	report(b, "MiB/s", r/float64(b.N), m/float64(b.N))
 }
 
 func firstFile(b *testing.B, dir string) string {

@@ -27,8 +27,10 @@ const (
 	// MaxWrite is the largest WRITE and READ request the kernel sends: 1 MiB,
 	// the kernel's own ceiling (fs.fuse.max_pages_limit = 256 pages).
 	MaxWrite = 1 << 20
-	// maxReadAhead lets sequential reads arrive as 1 MiB requests.
-	maxReadAhead = 1 << 20
+	// MaxReadAhead lets sequential reads arrive as 1 MiB requests.
+	MaxReadAhead = 1 << 20
+	// minTransfer is the smallest MaxWrite or MaxReadAhead a mount accepts.
+	minTransfer = 4 << 10
 	// maxBackground is how many asynchronous requests (readahead, and
 	// writeback when enabled) the kernel keeps in flight.
 	maxBackground = 64
@@ -53,6 +55,10 @@ type Options struct {
 	// (32 MiB), negative turns write-behind off (every WRITE waits for its
 	// commit, as on shared volumes).
 	WritebackBytes int
+	// MaxWrite and MaxReadAhead override the transfer settings above
+	// (between 4 KiB and 1 MiB; 0 takes the default); they exist to measure
+	// the defaults.
+	MaxWrite, MaxReadAhead int
 	// NoNameCache turns off answering lookups of absent names from the
 	// single-writer mount's own record of a directory (names.go); it exists
 	// to measure what that cache buys.
@@ -79,6 +85,14 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if strings.ContainsAny(opt.OwnerKey, "/.\x00") {
 		opt.OwnerKey = strings.NewReplacer("/", "_", ".", "_", "\x00", "_").Replace(opt.OwnerKey)
+	}
+	for _, v := range []*int{&opt.MaxWrite, &opt.MaxReadAhead} {
+		if *v == 0 {
+			*v = MaxWrite
+		}
+		if *v < minTransfer || *v > MaxWrite {
+			return opt, fmt.Errorf("fuse options: transfer size %d must be between %d and %d", *v, minTransfer, MaxWrite)
+		}
 	}
 	opt.Batch = opt.Batch.withDefaults()
 	if opt.Logger == nil {

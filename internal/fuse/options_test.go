@@ -1,0 +1,36 @@
+package fuse
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestOptionsRefuseTransferSizesOutsideTheKernelsRange(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opt     Options
+		wantErr string
+	}{
+		{"defaults", Options{Volume: "v"}, ""},
+		{"128 KiB", Options{Volume: "v", MaxWrite: 128 << 10, MaxReadAhead: 128 << 10}, ""},
+		{"below 4 KiB", Options{Volume: "v", MaxWrite: 512}, "transfer size 512 must be between 4096 and 1048576"},
+		{"above 1 MiB", Options{Volume: "v", MaxReadAhead: 2 << 20}, "transfer size 2097152 must be between"},
+		{"volume name with a comma", Options{Volume: "a,b"}, "must not contain commas"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.opt.withDefaults()
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.MaxWrite == 0 || got.MaxReadAhead == 0 {
+					t.Fatalf("defaults not applied: %+v", got)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
