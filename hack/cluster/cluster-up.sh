@@ -57,9 +57,7 @@ wait_for() {
 ip link show "$BRIDGE" >/dev/null 2>&1 || ip link add "$BRIDGE" type bridge
 ip addr replace "$HOSTIP/24" dev "$BRIDGE"; ip link set "$BRIDGE" up
 for n in $(seq 1 "$NODES"); do ip addr replace "$(node_ip "$n")/24" dev "$BRIDGE"; done
-sysctl -qw net.ipv4.ip_forward=1
-modprobe br_netfilter 2>/dev/null || true
-[[ -e /proc/sys/net/bridge/bridge-nf-call-iptables ]] && sysctl -qw net.bridge.bridge-nf-call-iptables=1
+# deps.sh set ip_forward and bridge-nf-call-iptables (and loaded br_netfilter where it is a module).
 iptables -P FORWARD ACCEPT   # Docker, if it ever ran here, leaves DROP
 
 # --- PKI and credentials -------------------------------------------------------------------------
@@ -85,8 +83,8 @@ EOK
 kubeconfig "$W/admin.kubeconfig" "$(grep ',admin,' "$P/tokens.csv" | cut -d, -f1)"
 K=("$K8S/kubectl" --kubeconfig "$W/admin.kubeconfig")
 
-# Audit: every delete of a Pod, claim, volume or workload, so the e2e suites can prove which
-# deletions the operator (its ServiceAccount) issued.
+# Audit: every delete of a Pod, claim, volume, workload, Service, budget, fleet or reservation, so
+# the e2e suites can prove which deletions the operator (its ServiceAccount) issued.
 cat > "$W/audit-policy.yaml" <<EOA
 apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -98,6 +96,7 @@ rules:
   - {group: "", resources: [pods, persistentvolumeclaims, persistentvolumes, services]}
   - {group: apps, resources: [statefulsets, deployments]}
   - {group: policy, resources: [poddisruptionbudgets]}
+  - {group: celld.eric.dev, resources: [celldfleets, celldstoragereservations]}
 # Who changes a claim, and when: the replacement handoff deletes a claim only at
 # the resourceVersion it recorded, so every writer of claims is worth seeing.
 - level: Metadata

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # e2e.sh: `make e2e`. Builds the images, brings the local cluster up, deploys the manager from
 # config/overlays/local, runs the qualification suites of test/e2e under write load, writes the
-# summary to docs/qualification.md, and tears the cluster down (also when a step fails).
+# summary (docs/qualification.md unless E2E_SUMMARY says otherwise) and prints it, and tears the
+# cluster down, also when a step or a scenario fails. Exits non-zero when any scenario fails.
 #
-#   E2E_RUN=REGEXP   run only the matching suites (go test -run), e.g. E2E_RUN='Rolling|Bucket'
-#   KEEP_CLUSTER=1   leave the cluster up afterwards (make cluster-down removes it)
-#   SKIP_SMOKE=1     skip hack/cluster/smoke.sh (the cluster's own check, ~50 s)
+#   E2E_RUN=REGEXP     run only the matching suites (go test -run), e.g. E2E_RUN='Rolling|Bucket'
+#   E2E_SUMMARY=FILE   write the summary there instead (CI keeps docs/qualification.md, the
+#                      full run's record, untouched)
+#   KEEP_CLUSTER=1     leave the cluster up afterwards (make cluster-down removes it)
+#   SKIP_SMOKE=1       skip hack/cluster/smoke.sh (the cluster's own check, ~50 s)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/env.sh"
 root=$CLUSTER_ROOT
+summary=${E2E_SUMMARY:-$root/docs/qualification.md}
 cleanup() { [[ -n ${KEEP_CLUSTER:-} ]] || "$here/cluster-down.sh"; }
 trap cleanup EXIT
 
@@ -21,8 +25,15 @@ make -s -C "$root" "$root/bin/kustomize" >/dev/null
 
 args=(-count=1 -timeout=150m -v)
 [[ -n ${E2E_RUN:-} ]] && args+=(-run "$E2E_RUN")
+mkdir -p "$(dirname "$summary")"
+rm -f "$summary.new"
 rc=0
-(cd "$root/test/e2e" && E2E=1 E2E_MANAGER="$W/manager.yaml" E2E_SUMMARY="$root/docs/qualification.md" \
+(cd "$root/test/e2e" && E2E=1 E2E_MANAGER="$W/manager.yaml" E2E_SUMMARY="$summary.new" \
   go test "${args[@]}" .) 2>&1 | tee "$W/logs/e2e.log" || rc=$?
 grep -E '^(--- |=== RUN|ok|FAIL|PASS)' "$W/logs/e2e.log" | grep -v '=== RUN' || true
+# The summary replaces the previous one only when the suites wrote it (not after a build failure).
+if [[ -f $summary.new ]]; then
+  mv "$summary.new" "$summary"
+  printf '\nsummary (%s):\n' "$summary"; cat "$summary"
+fi
 exit "$rc"

@@ -38,9 +38,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	env = c
+	start := time.Now()
 	code := m.Run()
 	if path := os.Getenv(envSummary); path != "" {
-		if err := writeSummary(path); err != nil {
+		if err := writeSummary(path, time.Since(start)); err != nil {
 			fmt.Fprintf(os.Stderr, "write summary %s: %v\n", path, err)
 			code = 1
 		}

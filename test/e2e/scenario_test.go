@@ -112,28 +112,38 @@ func (s *scenario) verify() {
 	s.t.Logf("ledger: %d acknowledged, %d verified, load %+v", s.ledger.Len(), s.verified, s.gen.Stats())
 }
 
-// operatorDeletions are the deletions the operator's ServiceAccount made in
-// the fleet's namespace since the scenario started, as "resource/name".
-func (s *scenario) operatorDeletions() []string {
-	s.t.Helper()
+// operatorDeletions are every deletion the operator's ServiceAccount made
+// since the scenario started, as "resource/name" ("resource/namespace/name"
+// outside the fleet's namespace). Scenarios run one at a time, so all of them
+// are this scenario's: a delete of another fleet's object, of a volume or of
+// a reservation counts against it as much as one of its own members.
+func (s *scenario) operatorDeletions() ([]string, error) {
 	all, err := env.Deletions(s.start)
 	if err != nil {
-		s.t.Fatalf("read the audit log: %v", err)
+		return nil, fmt.Errorf("read the audit log: %w", err)
 	}
 	var out []string
 	for _, d := range all {
-		if d.User == operatorUser && d.Namespace == fleetNamespace && strings.Contains(d.Name, s.name) {
-			out = append(out, d.Resource+"/"+d.Name)
+		if d.User != operatorUser {
+			continue
 		}
+		name := d.Name
+		if d.Namespace != fleetNamespace && d.Namespace != "" {
+			name = d.Namespace + "/" + d.Name
+		}
+		out = append(out, d.Resource+"/"+name)
 	}
-	return out
+	return out, nil
 }
 
 // checkDeletions fails on any operator deletion the scenario did not allow,
 // and on any expected one that did not happen.
 func (s *scenario) checkDeletions() {
 	s.t.Helper()
-	got := s.operatorDeletions()
+	got, err := s.operatorDeletions()
+	if err != nil {
+		s.t.Fatal(err)
+	}
 	for _, d := range got {
 		if !slices.Contains(s.allowed, d) && !allowedKind(s.allowed, d) {
 			s.t.Errorf("the operator deleted %s, which this scenario must keep", d)
@@ -157,12 +167,10 @@ func (s *scenario) record(title string) {
 	r := result{Scenario: title, Duration: time.Since(s.start).Round(time.Second), Acked: s.ledger.Len(),
 		Verified: s.verified, Passed: !s.t.Failed()}
 	if env != nil {
-		if all, err := env.Deletions(s.start); err == nil {
-			for _, d := range all {
-				if d.User == operatorUser && strings.Contains(d.Name, s.name) && (d.Resource == "pods" || d.Resource == "persistentvolumeclaims") {
-					r.Deletions = append(r.Deletions, d.Resource+"/"+d.Name)
-				}
-			}
+		if got, err := s.operatorDeletions(); err == nil {
+			r.Deletions = got
+		} else {
+			r.Deletions = []string{"unknown: " + err.Error()}
 		}
 	}
 	if !r.Passed {

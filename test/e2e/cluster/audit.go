@@ -11,7 +11,7 @@ import (
 
 // Deletion is one delete the API server accepted, from its audit log
 // (cluster-up.sh logs every delete of Pods, claims, volumes, workloads,
-// Services and budgets).
+// Services, budgets, fleets and storage reservations).
 type Deletion struct {
 	User      string
 	Resource  string // pods, persistentvolumeclaims, statefulsets, ...
