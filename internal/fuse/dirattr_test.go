@@ -45,13 +45,27 @@ func TestDirectoryAttributesMatchTheEngineAfterEveryChange(t *testing.T) {
 		{"rename within", func() { must(os.Rename(p("fifo"), p("fifo2"))) }},
 		{"rename a directory out", func() { must(os.Rename(p("sub"), filepath.Join(mnt, "sub"))) }},
 		{"rmdir", func() { must(os.Mkdir(p("gone"), 0o755)); must(os.Remove(p("gone"))) }},
+		{"exchange two directories across parents", func() {
+			must(os.Mkdir(p("x"), 0o755))
+			must(os.Mkdir(filepath.Join(mnt, "y"), 0o755))
+			must(os.Mkdir(p("x/in"), 0o755))
+			// Stat both so the mount holds their attributes, then swap them.
+			for _, q := range []string{p("x"), filepath.Join(mnt, "y")} {
+				_, err := os.Stat(q)
+				must(err)
+			}
+			must(unix.Renameat2(unix.AT_FDCWD, p("x"), unix.AT_FDCWD, filepath.Join(mnt, "y"), unix.RENAME_EXCHANGE))
+		}},
 		{"setxattr", func() { must(unix.Setxattr(dir, "user.k", []byte("v"), 0)) }},
 		{"chmod", func() { must(os.Chmod(dir, 0o750)) }},
 		{"create after the inexact changes", func() { f, err := os.Create(p("g")); must(err); must(f.Close()) }},
 	}
 	for _, s := range steps {
 		s.do()
-		for _, d := range []string{dir, mnt} {
+		for _, d := range []string{dir, mnt, p("x"), filepath.Join(mnt, "y")} {
+			if _, err := os.Lstat(d); os.IsNotExist(err) {
+				continue
+			}
 			var st syscall.Stat_t
 			must(syscall.Stat(d, &st))
 			a, err := cl.GetAttr(context.Background(), st.Ino)

@@ -217,9 +217,14 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	}
 	defer n.dirChanged()
 	defer dst.dirChanged()
-	if c := n.GetChild(name); c != nil {
+	// The moved entry and the one at the target (exchanged or replaced)
+	// change too: their ctime, and a directory's "..".
+	for _, c := range []*fs.Inode{n.GetChild(name), dst.GetChild(newName)} {
+		if c == nil {
+			continue
+		}
 		if moved, ok := c.Operations().(*node); ok {
-			defer moved.dirChanged() // its ctime, and a directory's ".."
+			defer moved.dirChanged()
 		}
 	}
 	err := n.fsys.cl.Rename(opCtx(), n.ino(), name, dst.ino(), newName, flags)

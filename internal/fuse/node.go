@@ -239,6 +239,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 		a, err = n.fsys.cl.SetAttr(opCtx(), n.ino(), s)
 	}
 	if err != nil {
+		n.dirChanged() // an uncertain change may have happened
 		return n.fsys.errno("setattr", n.ino(), err)
 	}
 	n.remember(a)
