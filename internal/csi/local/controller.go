@@ -88,7 +88,7 @@ func (c *Controller) CreateVolume(_ context.Context, req *csi.CreateVolumeReques
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if v := d.state.byName(req.GetName()); v != nil {
+	if v := volumeByName(d.state, req.GetName()); v != nil {
 		if lim := req.GetCapacityRange().GetLimitBytes(); v.CapacityBytes < req.GetCapacityRange().GetRequiredBytes() ||
 			(lim > 0 && v.CapacityBytes > lim) {
 			return nil, status.Errorf(codes.AlreadyExists,
@@ -109,7 +109,7 @@ func (c *Controller) CreateVolume(_ context.Context, req *csi.CreateVolumeReques
 		return nil, status.Errorf(codes.Internal, "CreateVolume %s: %v", req.GetName(), err)
 	}
 	d.state.Volumes[v.ID] = v
-	if err := d.state.save(); err != nil {
+	if err := d.state.Save(); err != nil {
 		delete(d.state.Volumes, v.ID)
 		return nil, status.Errorf(codes.Internal, "CreateVolume %s: %v", req.GetName(), err)
 	}
@@ -150,7 +150,7 @@ func (c *Controller) DeleteVolume(_ context.Context, req *csi.DeleteVolumeReques
 		return nil, status.Errorf(codes.Internal, "DeleteVolume %s: %v", id, err)
 	}
 	delete(d.state.Volumes, id)
-	if err := d.state.save(); err != nil {
+	if err := d.state.Save(); err != nil {
 		return nil, status.Errorf(codes.Internal, "DeleteVolume %s: %v", id, err)
 	}
 	d.log.Info("local: volume deleted", "volume", id)

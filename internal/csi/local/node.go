@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/cellfleet/cellfleet/internal/csi/mountpath"
+	"github.com/cellfleet/cellfleet/internal/csi/nodereq"
 	"github.com/cellfleet/cellfleet/internal/csi/publication"
 )
 
@@ -50,15 +51,6 @@ func nodeCaps(ts ...csi.NodeServiceCapability_RPC_Type) []*csi.NodeServiceCapabi
 	return out
 }
 
-// pathError maps a mountpath error to the CSI code: paths outside the roots
-// or through symlinks are the caller's fault.
-func pathError(rpc, id string, err error) error {
-	if errors.Is(err, mountpath.ErrOutsideRoots) || errors.Is(err, mountpath.ErrSymlink) || errors.Is(err, mountpath.ErrNotDir) {
-		return status.Errorf(codes.InvalidArgument, "%s %s: %v", rpc, id, err)
-	}
-	return status.Errorf(codes.Internal, "%s %s: %v", rpc, id, err)
-}
-
 // NodePublishVolume bind-mounts the volume's directory onto the target.
 // Beneath the consumer root the publication is exclusive and recorded
 // durably before the mount; elsewhere it is refused while such a record
@@ -78,7 +70,7 @@ func (n *Node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRe
 		return nil, status.Errorf(codes.InvalidArgument, "NodePublishVolume %s: %v", id, err)
 	}
 	if _, _, err := d.roots.Locate(target); err != nil {
-		return nil, pathError("NodePublishVolume", id, err)
+		return nil, nodereq.PathError("NodePublishVolume", id, err)
 	}
 	readOnly := req.GetReadonly() ||
 		req.GetVolumeCapability().GetAccessMode().GetMode() == csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY
@@ -123,7 +115,7 @@ func (n *Node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRe
 		v.Published = map[string]bool{}
 	}
 	v.Published[target] = readOnly
-	if err := d.state.save(); err != nil {
+	if err := d.state.Save(); err != nil {
 		return nil, status.Errorf(codes.Internal, "NodePublishVolume %s: %v", id, err)
 	}
 	d.log.Info("local: volume published", "volume", id, "target", target, "readOnly", readOnly)
@@ -183,7 +175,7 @@ func (d *Driver) publishExclusive(v *volume, target, holder string, readOnly boo
 func (d *Driver) openTarget(id, target string) (*os.File, error) {
 	f, err := d.roots.OpenDir(target, true)
 	if err != nil {
-		return nil, pathError("NodePublishVolume", id, err)
+		return nil, nodereq.PathError("NodePublishVolume", id, err)
 	}
 	return f, nil
 }
@@ -212,15 +204,9 @@ func (d *Driver) mountAt(v *volume, target *os.File, readOnly bool) error {
 // publication (the exclusive record last, after the unmount).
 func (n *Node) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
 	d := n.d
-	id, target := req.GetVolumeId(), req.GetTargetPath()
-	if id == "" {
-		return nil, status.Error(codes.InvalidArgument, "NodeUnpublishVolume: volume_id is required")
-	}
-	if target == "" {
-		return nil, status.Errorf(codes.InvalidArgument, "NodeUnpublishVolume %s: target_path is required", id)
-	}
-	if _, _, err := d.roots.Locate(target); err != nil {
-		return nil, pathError("NodeUnpublishVolume", id, err)
+	id, target, err := nodereq.Unpublish(d.roots, req)
+	if err != nil {
+		return nil, err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -230,7 +216,7 @@ func (n *Node) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolu
 		return nil, status.Errorf(codes.NotFound, "NodeUnpublishVolume: volume %s does not exist on node %s", id, d.opts.NodeID)
 	}
 	if err := unmountAndRemove(d.roots, target); err != nil {
-		return nil, pathError("NodeUnpublishVolume", id, err)
+		return nil, nodereq.PathError("NodeUnpublishVolume", id, err)
 	}
 	if recorded && rec.TargetPath == target {
 		if err := d.pubs.Delete(id); err != nil {
@@ -241,7 +227,7 @@ func (n *Node) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolu
 	if known {
 		if _, ok := v.Published[target]; ok {
 			delete(v.Published, target)
-			if err := d.state.save(); err != nil {
+			if err := d.state.Save(); err != nil {
 				return nil, status.Errorf(codes.Internal, "NodeUnpublishVolume %s: %v", id, err)
 			}
 		}

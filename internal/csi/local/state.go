@@ -3,7 +3,6 @@ package local
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 
 	"github.com/cellfleet/cellfleet/internal/csi/durable"
 )
@@ -20,31 +19,14 @@ type volume struct {
 // stateFile is the driver's persistent state: every provisioned volume and
 // its ordinary publications. Exclusive publications live in
 // publication.Store, written before their mounts.
-type stateFile struct {
-	path    string
-	Volumes map[string]*volume `json:"volumes"`
-}
+type stateFile = durable.Table[volume]
 
 func loadState(path string) (*stateFile, error) {
-	s := &stateFile{path: path}
-	if _, err := durable.ReadJSON(path, s); err != nil {
-		return nil, fmt.Errorf("local driver state: %w", err)
-	}
-	if s.Volumes == nil {
-		s.Volumes = map[string]*volume{}
-	}
-	return s, nil
+	return durable.LoadTable[volume](path, "local driver state")
 }
 
-// save persists the state durably (fsync of file and directory).
-func (s *stateFile) save() error {
-	if err := durable.WriteJSON(s.path, s); err != nil {
-		return fmt.Errorf("persist local driver state: %w", err)
-	}
-	return nil
-}
-
-func (s *stateFile) byName(name string) *volume {
+// volumeByName finds the volume a CreateVolume name made.
+func volumeByName(s *stateFile, name string) *volume {
 	for _, v := range s.Volumes {
 		if v.Name == name {
 			return v

@@ -73,7 +73,7 @@ func New(opts Options) (*Driver, error) {
 // reportRecovered logs what the state file says survives, and whether the
 // mount table agrees; it changes nothing (unstage cleans).
 func (d *Driver) reportRecovered() {
-	for _, id := range d.state.sortedIDs() {
+	for _, id := range d.state.SortedIDs() {
 		v := d.state.Volumes[id]
 		mounted, err := mountpath.IsMountPoint(mountpath.SelfMountInfo, v.StagingPath)
 		d.log.Info("replicated: recovered staged volume", "volume", id, "staging", v.StagingPath,

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/cellfleet/cellfleet/internal/csi/mountpath"
+	"github.com/cellfleet/cellfleet/internal/csi/nodereq"
 )
 
 // Node is the replicated driver's Node service.
@@ -70,13 +71,6 @@ func checkCapability(c *csi.VolumeCapability) error {
 	return nil
 }
 
-func pathError(rpc, id string, err error) error {
-	if errors.Is(err, mountpath.ErrOutsideRoots) || errors.Is(err, mountpath.ErrSymlink) || errors.Is(err, mountpath.ErrNotDir) {
-		return status.Errorf(codes.InvalidArgument, "%s %s: %v", rpc, id, err)
-	}
-	return status.Errorf(codes.Internal, "%s %s: %v", rpc, id, err)
-}
-
 // ownerError maps a mount-owner failure to a CSI code.
 func ownerError(rpc, id string, err error) error {
 	var oe *OwnerError
@@ -125,7 +119,7 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 	}
 	f, err := d.roots.OpenDir(staging, true)
 	if err != nil {
-		return nil, pathError("NodeStageVolume", id, err)
+		return nil, nodereq.PathError("NodeStageVolume", id, err)
 	}
 	f.Close()
 	readOnly := req.GetVolumeCapability().GetAccessMode().GetMode() == csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY ||
@@ -158,7 +152,7 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 	}
 	if _, ok := d.state.Volumes[id]; !ok {
 		d.state.Volumes[id] = &volume{ID: id, StagingPath: staging, ReadOnly: readOnly}
-		if err := d.state.save(); err != nil {
+		if err := d.state.Save(); err != nil {
 			return nil, status.Errorf(codes.Internal, "NodeStageVolume %s: %v", id, err)
 		}
 	}
@@ -178,7 +172,7 @@ func (n *Node) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolume
 		return nil, status.Errorf(codes.InvalidArgument, "NodeUnstageVolume %s: staging_target_path is required", id)
 	}
 	if _, _, err := d.roots.Locate(staging); err != nil {
-		return nil, pathError("NodeUnstageVolume", id, err)
+		return nil, nodereq.PathError("NodeUnstageVolume", id, err)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -203,7 +197,7 @@ func (n *Node) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolume
 	}
 	if _, ok := d.state.Volumes[id]; ok {
 		delete(d.state.Volumes, id)
-		if err := d.state.save(); err != nil {
+		if err := d.state.Save(); err != nil {
 			return nil, status.Errorf(codes.Internal, "NodeUnstageVolume %s: %v", id, err)
 		}
 	}

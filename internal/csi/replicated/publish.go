@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/cellfleet/cellfleet/internal/csi/mountpath"
+	"github.com/cellfleet/cellfleet/internal/csi/nodereq"
 )
 
 // NodePublishVolume bind-mounts the staged FUSE mount into the target,
@@ -29,7 +30,7 @@ func (n *Node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRe
 	}
 	for _, p := range []string{target, staging} {
 		if _, _, err := d.roots.Locate(p); err != nil {
-			return nil, pathError("NodePublishVolume", id, err)
+			return nil, nodereq.PathError("NodePublishVolume", id, err)
 		}
 	}
 	mode := req.GetVolumeCapability().GetAccessMode().GetMode()
@@ -61,7 +62,7 @@ func (n *Node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRe
 	}
 	f, err := d.roots.OpenDir(target, true)
 	if err != nil {
-		return nil, pathError("NodePublishVolume", id, err)
+		return nil, nodereq.PathError("NodePublishVolume", id, err)
 	}
 	defer f.Close()
 	mounted, err := mountpath.IsMountPoint(mountpath.SelfMountInfo, target)
@@ -77,7 +78,7 @@ func (n *Node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRe
 		v.Published = map[string]bool{}
 	}
 	v.Published[target] = readOnly
-	if err := d.state.save(); err != nil {
+	if err := d.state.Save(); err != nil {
 		return nil, status.Errorf(codes.Internal, "NodePublishVolume %s: %v", id, err)
 	}
 	d.log.Info("replicated: volume published", "volume", id, "target", target, "readOnly", readOnly)
@@ -87,15 +88,9 @@ func (n *Node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRe
 // NodeUnpublishVolume unmounts and removes the target.
 func (n *Node) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
 	d := n.d
-	id, target := req.GetVolumeId(), req.GetTargetPath()
-	if id == "" {
-		return nil, status.Error(codes.InvalidArgument, "NodeUnpublishVolume: volume_id is required")
-	}
-	if target == "" {
-		return nil, status.Errorf(codes.InvalidArgument, "NodeUnpublishVolume %s: target_path is required", id)
-	}
-	if _, _, err := d.roots.Locate(target); err != nil {
-		return nil, pathError("NodeUnpublishVolume", id, err)
+	id, target, err := nodereq.Unpublish(d.roots, req)
+	if err != nil {
+		return nil, err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -106,12 +101,12 @@ func (n *Node) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolu
 		}
 	}
 	if err := removeTarget(d.roots, target); err != nil {
-		return nil, pathError("NodeUnpublishVolume", id, err)
+		return nil, nodereq.PathError("NodeUnpublishVolume", id, err)
 	}
 	if ok {
 		if _, published := v.Published[target]; published {
 			delete(v.Published, target)
-			if err := d.state.save(); err != nil {
+			if err := d.state.Save(); err != nil {
 				return nil, status.Errorf(codes.Internal, "NodeUnpublishVolume %s: %v", id, err)
 			}
 		}

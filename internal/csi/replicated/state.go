@@ -1,11 +1,6 @@
 package replicated
 
-import (
-	"fmt"
-	"sort"
-
-	"github.com/cellfleet/cellfleet/internal/csi/durable"
-)
+import "github.com/cellfleet/cellfleet/internal/csi/durable"
 
 // volume is one staged volume on this node.
 type volume struct {
@@ -15,35 +10,9 @@ type volume struct {
 	Published   map[string]bool `json:"published,omitempty"` // target → read-only
 }
 
-type stateFile struct {
-	path    string
-	Volumes map[string]*volume `json:"volumes"`
-}
+// stateFile is the node's durable record of staged volumes.
+type stateFile = durable.Table[volume]
 
 func loadState(path string) (*stateFile, error) {
-	s := &stateFile{path: path}
-	if _, err := durable.ReadJSON(path, s); err != nil {
-		return nil, fmt.Errorf("replicated driver state: %w", err)
-	}
-	if s.Volumes == nil {
-		s.Volumes = map[string]*volume{}
-	}
-	return s, nil
-}
-
-// save writes the state atomically and durably.
-func (s *stateFile) save() error {
-	if err := durable.WriteJSON(s.path, s); err != nil {
-		return fmt.Errorf("persist replicated driver state: %w", err)
-	}
-	return nil
-}
-
-func (s *stateFile) sortedIDs() []string {
-	ids := make([]string, 0, len(s.Volumes))
-	for id := range s.Volumes {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
+	return durable.LoadTable[volume](path, "replicated driver state")
 }
