@@ -1,6 +1,7 @@
-// Command manager runs cellfleet's controllers: the CelldFleet operator and
-// the replicated-volume lifecycle. It owns no state of its own; everything it
-// decides is read from, and written to, the Kubernetes API.
+// Command manager runs cellfleet's controllers: today the CelldFleet operator
+// (the replicated-volume lifecycle, whose API types are installed, comes with
+// its controller). It owns no state of its own; everything it decides is read
+// from, and written to, the Kubernetes API.
 package main
 
 import (

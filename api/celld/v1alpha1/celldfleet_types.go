@@ -98,7 +98,7 @@ type CelldFleetSpec struct {
 	// registry/path@sha256:<64 lowercase hex>. There is no default image.
 	// +required
 	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-]+[a-z0-9]+)*)+@sha256:[a-f0-9]{64}$')",message="spec.runtimeImage must be pinned by digest as registry/path@sha256:<64 lowercase hex>"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-]+[a-z0-9]+)*)+@sha256:[a-f0-9]{64}$')",message="spec.runtimeImage must be pinned by digest as registry/path@sha256:<64 lowercase hex>",messageExpression="'spec.runtimeImage ' + self + ' must be pinned by digest as registry/path@sha256:<64 lowercase hex>'"
 	RuntimeImage string `json:"runtimeImage"`
 
 	// maintenance holds the administrator's levers: pause and rolling restart.
@@ -115,7 +115,7 @@ type CelldFleetSpec struct {
 	// namespace's default ServiceAccount is used.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="spec.serviceAccountName must be a DNS subdomain (lowercase letters, digits, '-' and '.')"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="spec.serviceAccountName must be a DNS subdomain (lowercase letters, digits, '-' and '.')",messageExpression="'spec.serviceAccountName ' + self + ' must be a DNS subdomain (lowercase letters, digits, hyphens and dots)'"
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
 	// storage is the fleet's bucket and, for PersistentFleet, its disks. It

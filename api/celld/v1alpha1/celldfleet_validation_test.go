@@ -77,11 +77,11 @@ func TestCelldFleetCreateValidation(t *testing.T) {
 
 		// runtimeImage: required, registry/path@sha256:<64 hex>.
 		{"runtimeImage with a registry port accepted", with(bucketSpec, set("localhost:5000/team/celld@"+otherDigest, "runtimeImage")), ""},
-		{"runtimeImage by tag rejected", with(bucketSpec, set("registry.example.com/celld:0.5.1", "runtimeImage")), "spec.runtimeImage must be pinned by digest"},
-		{"runtimeImage by tag and digest rejected", with(bucketSpec, set("registry.example.com/celld:0.5.1@"+otherDigest, "runtimeImage")), "spec.runtimeImage must be pinned by digest"},
-		{"runtimeImage without a registry path rejected", with(bucketSpec, set("celld@"+otherDigest, "runtimeImage")), "spec.runtimeImage must be pinned by digest"},
-		{"runtimeImage with a short digest rejected", with(bucketSpec, set("registry.example.com/celld@sha256:abcdef", "runtimeImage")), "spec.runtimeImage must be pinned by digest"},
-		{"runtimeImage with uppercase hex rejected", with(bucketSpec, set("registry.example.com/celld@sha256:ABCDEF9876543210fedcba9876543210fedcba9876543210fedcba9876543210", "runtimeImage")), "spec.runtimeImage must be pinned by digest"},
+		{"runtimeImage by tag rejected", with(bucketSpec, set("registry.example.com/celld:0.5.1", "runtimeImage")), "spec.runtimeImage registry.example.com/celld:0.5.1 must be pinned by digest"},
+		{"runtimeImage by tag and digest rejected", with(bucketSpec, set("registry.example.com/celld:0.5.1@"+otherDigest, "runtimeImage")), "spec.runtimeImage registry.example.com/celld:0.5.1@"+otherDigest+" must be pinned by digest"},
+		{"runtimeImage without a registry path rejected", with(bucketSpec, set("celld@"+otherDigest, "runtimeImage")), "spec.runtimeImage celld@"+otherDigest+" must be pinned by digest"},
+		{"runtimeImage with a short digest rejected", with(bucketSpec, set("registry.example.com/celld@sha256:abcdef", "runtimeImage")), "spec.runtimeImage registry.example.com/celld@sha256:abcdef must be pinned by digest"},
+		{"runtimeImage with uppercase hex rejected", with(bucketSpec, set("registry.example.com/celld@sha256:ABCDEF9876543210fedcba9876543210fedcba9876543210fedcba9876543210", "runtimeImage")), "spec.runtimeImage registry.example.com/celld@sha256:ABCDEF9876543210fedcba9876543210fedcba9876543210fedcba9876543210 must be pinned by digest"},
 		{"runtimeImage missing rejected", with(bucketSpec, unset("runtimeImage")), "spec.runtimeImage: Required value"},
 
 		// maintenance.
@@ -104,18 +104,18 @@ func TestCelldFleetCreateValidation(t *testing.T) {
 
 		// serviceAccountName.
 		{"serviceAccountName DNS subdomain accepted", with(bucketSpec, set("celld-runtime", "serviceAccountName")), ""},
-		{"serviceAccountName with capitals rejected", with(bucketSpec, set("Celld_Runtime", "serviceAccountName")), "spec.serviceAccountName must be a DNS subdomain"},
+		{"serviceAccountName with capitals rejected", with(bucketSpec, set("Celld_Runtime", "serviceAccountName")), "spec.serviceAccountName Celld_Runtime must be a DNS subdomain"},
 
 		// storage.
 		{"storage missing rejected", with(bucketSpec, unset("storage")), "spec.storage: Required value"},
 		{"storage bucket missing rejected", with(bucketSpec, unset("storage", "bucket")), "spec.storage.bucket: Required value"},
 		{"storage bucket with dots and region accepted", with(bucketSpec, set("fleet.bucket-01", "storage", "bucket"), set("eu-west-1", "storage", "region")), ""},
-		{"storage bucket with capitals rejected", with(bucketSpec, set("Fleet_Bucket", "storage", "bucket")), "spec.storage.bucket must be an S3 bucket name"},
+		{"storage bucket with capitals rejected", with(bucketSpec, set("Fleet_Bucket", "storage", "bucket")), "spec.storage.bucket Fleet_Bucket must be an S3 bucket name"},
 		{"storage bucket shorter than 3 rejected", with(bucketSpec, set("ab", "storage", "bucket")), "spec.storage.bucket: Invalid value"},
-		{"storage region with spaces rejected", with(bucketSpec, set("EU West", "storage", "region")), "spec.storage.region must be lowercase letters and digits"},
+		{"storage region with spaces rejected", with(bucketSpec, set("EU West", "storage", "region")), "spec.storage.region EU West must be lowercase letters and digits"},
 		{"storage storageClassName missing with PersistentFleet rejected", with(persistentSpec, unset("storage", "storageClassName")), "spec.storage.storageClassName is required with profile PersistentFleet"},
 		{"storage storageClassName with Bucket rejected", with(bucketSpec, set("fast-ssd", "storage", "storageClassName")), "spec.storage.storageClassName is allowed only with profile PersistentFleet"},
-		{"storage storageClassName not a DNS subdomain rejected", with(persistentSpec, set("Fast SSD", "storage", "storageClassName")), "spec.storage.storageClassName must be a DNS subdomain"},
+		{"storage storageClassName not a DNS subdomain rejected", with(persistentSpec, set("Fast SSD", "storage", "storageClassName")), "spec.storage.storageClassName Fast SSD must be a DNS subdomain"},
 		{"storage sizeGiB missing with PersistentFleet rejected", with(persistentSpec, unset("storage", "sizeGiB")), "spec.storage.sizeGiB is required with profile PersistentFleet"},
 		{"storage sizeGiB with Bucket rejected", with(bucketSpec, set(int64(10), "storage", "sizeGiB")), "spec.storage.sizeGiB is allowed only with profile PersistentFleet"},
 		{"storage sizeGiB 0 rejected", with(persistentSpec, set(int64(0), "storage", "sizeGiB")), "spec.storage.sizeGiB in body should be greater than or equal to 1"},
@@ -151,8 +151,8 @@ func TestCelldFleetCreateValidation(t *testing.T) {
 
 		// env: CELLD_* names, operator-owned names rejected, unique names.
 		{"env user CELLD variables accepted", with(bucketSpec, set(envVars("CELLD_LOG_LEVEL", "CELLD_TTL_MS"), "env")), ""},
-		{"env name without the CELLD_ prefix rejected", with(bucketSpec, set(envVars("AWS_REGION"), "env")), "spec.env[].name must match CELLD_[A-Z0-9_]+"},
-		{"env lowercase name rejected", with(bucketSpec, set(envVars("CELLD_log"), "env")), "spec.env[].name must match CELLD_[A-Z0-9_]+"},
+		{"env name without the CELLD_ prefix rejected", with(bucketSpec, set(envVars("AWS_REGION"), "env")), "spec.env[].name AWS_REGION must match CELLD_[A-Z0-9_]+"},
+		{"env lowercase name rejected", with(bucketSpec, set(envVars("CELLD_log"), "env")), "spec.env[].name CELLD_log must match CELLD_[A-Z0-9_]+"},
 		{"env duplicate names rejected", with(bucketSpec, set(envVars("CELLD_LOG_LEVEL", "CELLD_LOG_LEVEL"), "env")), "spec.env[1]: Duplicate value"},
 	}
 	for _, owned := range []string{"CELLD_NODE", "CELLD_ADVERTISE", "CELLD_BUCKET", "CELLD_DURABILITY", "CELLD_WATCH",
@@ -162,7 +162,7 @@ func TestCelldFleetCreateValidation(t *testing.T) {
 			spec map[string]any
 			want string
 		}{"env operator-owned " + owned + " rejected", with(bucketSpec, set(envVars(owned), "env")),
-			"this CELLD_* variable is set by the operator and cannot be overridden"})
+			"spec.env[].name: " + owned + " is set by the operator and cannot be overridden"})
 	}
 
 	for _, tc := range cases {

@@ -63,20 +63,20 @@ type Storage struct {
 	// +required
 	// +kubebuilder:validation:MinLength=3
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9][a-z0-9.-]*[a-z0-9]$')",message="spec.storage.bucket must be an S3 bucket name: lowercase letters, digits, '.' and '-', starting and ending with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9][a-z0-9.-]*[a-z0-9]$')",message="spec.storage.bucket must be an S3 bucket name: lowercase letters, digits, '.' and '-', starting and ending with a letter or digit",messageExpression="'spec.storage.bucket ' + self + ' must be an S3 bucket name: lowercase letters, digits, dots and hyphens, starting and ending with a letter or digit'"
 	Bucket string `json:"bucket"`
 
 	// region is the bucket's region, passed to celld as AWS_REGION.
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+(-[a-z0-9]+)*$')",message="spec.storage.region must be lowercase letters and digits separated by '-'"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+(-[a-z0-9]+)*$')",message="spec.storage.region must be lowercase letters and digits separated by '-'",messageExpression="'spec.storage.region ' + self + ' must be lowercase letters and digits separated by hyphens'"
 	Region string `json:"region,omitempty"`
 
 	// storageClassName is the StorageClass of each member's disk. Required
 	// with PersistentFleet; forbidden otherwise.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="spec.storage.storageClassName must be a DNS subdomain"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="spec.storage.storageClassName must be a DNS subdomain",messageExpression="'spec.storage.storageClassName ' + self + ' must be a DNS subdomain'"
 	StorageClassName *string `json:"storageClassName,omitempty"`
 
 	// sizeGiB is each member's disk size in GiB, 1 to 65536. Required with
@@ -165,12 +165,12 @@ type Lifecycle struct {
 
 // EnvVar is one extra CELLD_* environment variable.
 //
-// +kubebuilder:validation:XValidation:rule="!(self.name in ['CELLD_NODE', 'CELLD_ADVERTISE', 'CELLD_BUCKET', 'CELLD_DURABILITY', 'CELLD_WATCH', 'CELLD_ADDR', 'CELLD_INTERNAL_ADDR', 'CELLD_SHUTDOWN_TOTAL_MS'])",message="spec.env[].name: this CELLD_* variable is set by the operator and cannot be overridden"
+// +kubebuilder:validation:XValidation:rule="!(self.name in ['CELLD_NODE', 'CELLD_ADVERTISE', 'CELLD_BUCKET', 'CELLD_DURABILITY', 'CELLD_WATCH', 'CELLD_ADDR', 'CELLD_INTERNAL_ADDR', 'CELLD_SHUTDOWN_TOTAL_MS'])",message="spec.env[].name: this CELLD_* variable is set by the operator and cannot be overridden",messageExpression="'spec.env[].name: ' + self.name + ' is set by the operator and cannot be overridden'"
 type EnvVar struct {
 	// name starts with CELLD_ followed by capital letters, digits and '_'.
 	// +required
 	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:XValidation:rule="self.matches('^CELLD_[A-Z0-9_]+$')",message="spec.env[].name must match CELLD_[A-Z0-9_]+"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^CELLD_[A-Z0-9_]+$')",message="spec.env[].name must match CELLD_[A-Z0-9_]+",messageExpression="'spec.env[].name ' + self + ' must match CELLD_[A-Z0-9_]+'"
 	Name string `json:"name"`
 
 	// value is the variable's value.

@@ -11,7 +11,7 @@ type FleetReference struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="spec.fleet.namespace must be a DNS label"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="spec.fleet.namespace must be a DNS label",messageExpression="'spec.fleet.namespace ' + self + ' must be a DNS label'"
 	Namespace string `json:"namespace"`
 
 	// name of the fleet.
@@ -36,7 +36,7 @@ type CelldStorageReservationSpec struct {
 	// +required
 	// +kubebuilder:validation:MinLength=3
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9][a-z0-9.-]*[a-z0-9]$')",message="spec.bucket must be an S3 bucket name: lowercase letters, digits, '.' and '-', starting and ending with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9][a-z0-9.-]*[a-z0-9]$')",message="spec.bucket must be an S3 bucket name: lowercase letters, digits, '.' and '-', starting and ending with a letter or digit",messageExpression="'spec.bucket ' + self + ' must be an S3 bucket name: lowercase letters, digits, dots and hyphens, starting and ending with a letter or digit'"
 	Bucket string `json:"bucket"`
 
 	// fleet is the fleet that owns the bucket.

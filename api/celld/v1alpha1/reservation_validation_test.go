@@ -28,9 +28,9 @@ func TestCelldStorageReservationValidation(t *testing.T) {
 	}{
 		{"valid reservation accepted", "bucket-one", reservationSpec("bucket-one"), ""},
 		{"name other than the bucket rejected", "bucket-two", reservationSpec("bucket-three"), "metadata.name must equal spec.bucket"},
-		{"bucket with capitals rejected", "bucket-four", with(func() map[string]any { return reservationSpec("bucket-four") }, set("Bucket_Four", "bucket")), "spec.bucket must be an S3 bucket name"},
+		{"bucket with capitals rejected", "bucket-four", with(func() map[string]any { return reservationSpec("bucket-four") }, set("Bucket_Four", "bucket")), "spec.bucket Bucket_Four must be an S3 bucket name"},
 		{"fleet uid missing rejected", "bucket-five", with(func() map[string]any { return reservationSpec("bucket-five") }, unset("fleet", "uid")), "spec.fleet.uid: Required value"},
-		{"fleet namespace not a DNS label rejected", "bucket-six", with(func() map[string]any { return reservationSpec("bucket-six") }, set("Celld.NS", "fleet", "namespace")), "spec.fleet.namespace must be a DNS label"},
+		{"fleet namespace not a DNS label rejected", "bucket-six", with(func() map[string]any { return reservationSpec("bucket-six") }, set("Celld.NS", "fleet", "namespace")), "spec.fleet.namespace Celld.NS must be a DNS label"},
 		{"fleet missing rejected", "bucket-seven", with(func() map[string]any { return reservationSpec("bucket-seven") }, unset("fleet")), "spec.fleet: Required value"},
 	}
 	for _, tc := range cases {
