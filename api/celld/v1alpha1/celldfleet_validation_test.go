@@ -78,8 +78,8 @@ func TestCelldFleetCreateValidation(t *testing.T) {
 		// runtimeImage: required, registry/path@sha256:<64 hex>.
 		{"runtimeImage with a registry port accepted", with(bucketSpec, set("localhost:5000/team/celld@"+otherDigest, "runtimeImage")), ""},
 		{"runtimeImage by tag rejected", with(bucketSpec, set("registry.example.com/celld:0.5.1", "runtimeImage")), "spec.runtimeImage registry.example.com/celld:0.5.1 must be pinned by digest"},
-		{"runtimeImage by tag and digest rejected", with(bucketSpec, set("registry.example.com/celld:0.5.1@"+otherDigest, "runtimeImage")), "spec.runtimeImage registry.example.com/celld:0.5.1@"+otherDigest+" must be pinned by digest"},
-		{"runtimeImage without a registry path rejected", with(bucketSpec, set("celld@"+otherDigest, "runtimeImage")), "spec.runtimeImage celld@"+otherDigest+" must be pinned by digest"},
+		{"runtimeImage by tag and digest rejected", with(bucketSpec, set("registry.example.com/celld:0.5.1@"+otherDigest, "runtimeImage")), "spec.runtimeImage registry.example.com/celld:0.5.1@" + otherDigest + " must be pinned by digest"},
+		{"runtimeImage without a registry path rejected", with(bucketSpec, set("celld@"+otherDigest, "runtimeImage")), "spec.runtimeImage celld@" + otherDigest + " must be pinned by digest"},
 		{"runtimeImage with a short digest rejected", with(bucketSpec, set("registry.example.com/celld@sha256:abcdef", "runtimeImage")), "spec.runtimeImage registry.example.com/celld@sha256:abcdef must be pinned by digest"},
 		{"runtimeImage with uppercase hex rejected", with(bucketSpec, set("registry.example.com/celld@sha256:ABCDEF9876543210fedcba9876543210fedcba9876543210fedcba9876543210", "runtimeImage")), "spec.runtimeImage registry.example.com/celld@sha256:ABCDEF9876543210fedcba9876543210fedcba9876543210fedcba9876543210 must be pinned by digest"},
 		{"runtimeImage missing rejected", with(bucketSpec, unset("runtimeImage")), "spec.runtimeImage: Required value"},
