@@ -2,9 +2,11 @@ package host_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,7 +25,8 @@ type fixture struct {
 	t   *testing.T
 	dir string
 	h   *host.Host
-	srv *httptest.Server
+	srv *httptest.Server // the network listener: health, readiness, metrics
+	ac  *http.Client     // the admin socket
 	ca  string
 	crt string
 	key string
@@ -53,8 +56,34 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	f.srv = httptest.NewServer(f.h.Handler())
+	f.ac = serveAdmin(t, f.h)
 	t.Cleanup(func() { f.srv.Close(); f.h.Close() })
 	return f
+}
+
+// adminURL is the base of admin requests; the admin client dials the
+// socket whatever the URL's host.
+const adminURL = "http://admin"
+
+// serveAdmin serves h's admin API on a real unix socket made by
+// host.ListenAdmin and returns a client that reaches it.
+func serveAdmin(t *testing.T, h *host.Host) *http.Client {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "rh-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "admin.sock")
+	ln, err := host.ListenAdmin(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h.AdminHandler()}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close(); os.RemoveAll(dir) })
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
 }
 
 // spec is a single-replica volume whose data directory must be published
@@ -69,7 +98,7 @@ func (f *fixture) spec(i int) host.WorkerSpec {
 func (f *fixture) post(spec host.WorkerSpec) (int, map[string]string) {
 	f.t.Helper()
 	b, _ := json.Marshal(spec)
-	resp, err := http.Post(f.srv.URL+"/v1/workers", "application/json", bytes.NewReader(b))
+	resp, err := f.ac.Post(adminURL+"/v1/workers", "application/json", bytes.NewReader(b))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -127,7 +156,7 @@ func TestAdmissionBoundsAnswerPendingOrUnavailableNeverFewerReplicas(t *testing.
 		polls.Add(1)
 		go func() {
 			defer polls.Done()
-			resp, err := http.Get(f.srv.URL + "/v1/workers/v000/r0?waitFor=Running&timeout=60s")
+			resp, err := f.ac.Get(adminURL + "/v1/workers/v000/r0?waitFor=Running&timeout=60s")
 			if err != nil {
 				codes <- 0
 				return
@@ -139,7 +168,7 @@ func TestAdmissionBoundsAnswerPendingOrUnavailableNeverFewerReplicas(t *testing.
 	waitFor(t, 10*time.Second, "32 HTTP operations in flight", func() bool {
 		return f.metric(`cellfleet_host_admission_in_use{bound="http_operations"} 32`)
 	})
-	resp, err := http.Get(f.srv.URL + "/v1/workers")
+	resp, err := f.ac.Get(adminURL + "/v1/workers")
 	if err != nil {
 		t.Fatal(err)
 	}
