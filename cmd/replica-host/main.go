@@ -122,7 +122,13 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	h, err := host.New(host.Config{StateDir: file.StateDir, Limits: f.limits, SegmentSize: f.segmentSize, Logger: log})
+	cfg := host.Config{StateDir: file.StateDir, Limits: f.limits, SegmentSize: f.segmentSize, Logger: log}
+	if point := os.Getenv(host.HaltEnv); point != "" {
+		// Test-only: see internal/replica/host/fault.go.
+		cfg.HaltAt = host.FaultPoint(point)
+		log.Warn("test fault point set: every worker start halts there", "env", host.HaltEnv, "point", point)
+	}
+	h, err := host.New(cfg)
 	if err != nil {
 		adminLn.Close()
 		return err

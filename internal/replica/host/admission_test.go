@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/cellfleet/cellfleet/internal/replica"
 	"github.com/cellfleet/cellfleet/internal/replica/host"
 	"github.com/cellfleet/cellfleet/internal/replica/pki"
@@ -129,7 +131,23 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
+// publish bind-mounts dir onto itself: a mount appears at dir in this
+// mount namespace, which is what a worker with AwaitDataDir waits for.
+func publish(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind %s: %v", dir, err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+}
+
 func TestAdmissionBoundsAnswerPendingOrUnavailableNeverFewerReplicas(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("publishing a data directory needs a bind mount, which needs root")
+	}
 	f := newFixture(t)
 
 	// Starts: four workers wait for their data directories inside a start
@@ -182,11 +200,11 @@ func TestAdmissionBoundsAnswerPendingOrUnavailableNeverFewerReplicas(t *testing.
 		t.Fatalf("readyz must be 503 while workers are pending or starting, got %d", code)
 	}
 
-	// Publishing the data directories lets all five start, in turn.
+	// Publishing the data directories (a bind visible in this mount
+	// namespace, as the local driver's publication) lets all five start,
+	// in turn.
 	for i := 0; i < 5; i++ {
-		if err := os.MkdirAll(f.spec(i).DataDir, 0o700); err != nil {
-			t.Fatal(err)
-		}
+		publish(t, f.spec(i).DataDir)
 	}
 	polls.Wait()
 	close(codes)
