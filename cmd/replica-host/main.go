@@ -3,6 +3,11 @@
 // metrics. Without Kubernetes it runs from a standalone configuration file
 // (`replica-host -config host.json`); `replica-host init-standalone` writes
 // such files, certificates and a client configuration for a loopback volume.
+//
+// The status listener (TCP) serves only /healthz, /readyz, /metrics and
+// read-only worker status; the admin API's mutations are served only on a
+// local unix socket (-admin-socket, mode 0600), see
+// docs/decisions/0003-host-admin-authority.md.
 package main
 
 import (
@@ -15,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -38,6 +44,7 @@ func main() {
 type runFlags struct {
 	config       string
 	statusListen string
+	adminSocket  string
 	logLevel     string
 	segmentSize  int
 	limits       host.Limits
@@ -49,7 +56,8 @@ func parseRun(args []string) (runFlags, error) {
 	def := host.DefaultLimits()
 	fs := flag.NewFlagSet("replica-host", flag.ContinueOnError)
 	fs.StringVar(&f.config, "config", "", "standalone configuration file (volumes, replicas, ports, certificates, data directories)")
-	fs.StringVar(&f.statusListen, "status-listen", "", "address for /healthz, /readyz, /metrics and /v1 (overrides the file's statusListen)")
+	fs.StringVar(&f.statusListen, "status-listen", "", "TCP address for /healthz, /readyz, /metrics and read-only worker status (overrides the file's statusListen)")
+	fs.StringVar(&f.adminSocket, "admin-socket", "", "unix socket (mode 0600) for the admin API's mutations (default: "+host.AdminSocketName+" in the state directory)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&f.segmentSize, "journal-segment-bytes", 16<<20, "journal segment size in bytes (1 MiB to 1 GiB)")
 	fs.IntVar(&f.limits.MaxWorkers, "max-workers", def.MaxWorkers, "workers this host runs at most")
@@ -106,20 +114,32 @@ func run(args []string) error {
 	if f.statusListen != "" {
 		file.StatusListen = f.statusListen
 	}
-	h, err := host.New(host.Config{StateDir: file.StateDir, Limits: f.limits, SegmentSize: f.segmentSize, Logger: log})
+	if f.adminSocket == "" {
+		f.adminSocket = filepath.Join(file.StateDir, host.AdminSocketName)
+	}
+	// First, before any goroutine: ListenAdmin sets the process's umask.
+	adminLn, err := host.ListenAdmin(f.adminSocket)
 	if err != nil {
+		return err
+	}
+	cfg := host.Config{StateDir: file.StateDir, Limits: f.limits, SegmentSize: f.segmentSize, Logger: log}
+	if point := os.Getenv(host.HaltEnv); point != "" {
+		// Test-only: see internal/replica/host/fault.go.
+		cfg.HaltAt = host.FaultPoint(point)
+		log.Warn("test fault point set: every worker start halts there", "env", host.HaltEnv, "point", point)
+	}
+	h, err := host.New(cfg)
+	if err != nil {
+		adminLn.Close()
 		return err
 	}
 	ln, err := net.Listen("tcp", file.StatusListen)
 	if err != nil {
+		adminLn.Close()
 		return fmt.Errorf("status listener: %w", err)
 	}
-	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("status server stopped", "error", err)
-		}
-	}()
+	srv := serve(log, "status", ln, h.Handler())
+	admin := serve(log, "admin", adminLn, h.AdminHandler())
 	for _, spec := range file.Workers {
 		state, cond, err := h.Add(spec)
 		switch {
@@ -129,7 +149,7 @@ func run(args []string) error {
 			log.Warn("worker admission", "volume", spec.Volume, "replica", spec.Replica, "state", state, "condition", cond.Condition, "reason", cond.Reason)
 		}
 	}
-	log.Info("replica host running", "status", ln.Addr().String(), "workers", len(file.Workers))
+	log.Info("replica host running", "status", ln.Addr().String(), "adminSocket", f.adminSocket, "workers", len(file.Workers))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	<-ctx.Done()
@@ -137,8 +157,19 @@ func run(args []string) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
+	_ = admin.Shutdown(sctx)
 	h.Close()
 	return nil
+}
+
+func serve(log *slog.Logger, name string, ln net.Listener, handler http.Handler) *http.Server {
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("HTTP server stopped", "server", name, "error", err)
+		}
+	}()
+	return srv
 }
 
 func initStandalone(args []string) error {

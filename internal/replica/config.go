@@ -89,7 +89,11 @@ type Config struct {
 
 	Capacity    uint64
 	MaxSessions int  // exactly-once sessions kept (0: fsm default, 256)
-	Recorded    bool // the host's history says this replica was initialised
+	Recorded    bool // the host's history says this replica was sealed: never initialise it afresh
+	// OnSealed, when set, runs on every start once the identity is sealed
+	// and before Raft starts (before this replica can vote or acknowledge):
+	// the host records the replica as sealed there. An error fails the start.
+	OnSealed    func() error
 	SegmentSize int
 	Timing      Timing
 	// ApplyTimeout bounds enqueueing a proposal (default 5s).

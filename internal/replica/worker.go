@@ -240,6 +240,11 @@ func (w *Worker) openRaft(hl hclog.Logger, fresh bool) error {
 			return err
 		}
 	}
+	if w.cfg.OnSealed != nil {
+		if err := w.cfg.OnSealed(); err != nil {
+			return fmt.Errorf("record the sealed replica: %w", err)
+		}
+	}
 	w.raft, err = raft.NewRaft(rc, w.fsm, w.wal, w.wal, w.snaps, observedTransport{w.trans, &w.progress})
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)

@@ -2,9 +2,11 @@ package host_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/cellfleet/cellfleet/internal/replica"
 	"github.com/cellfleet/cellfleet/internal/replica/host"
@@ -23,7 +27,8 @@ type fixture struct {
 	t   *testing.T
 	dir string
 	h   *host.Host
-	srv *httptest.Server
+	srv *httptest.Server // the network listener: health, readiness, metrics
+	ac  *http.Client     // the admin socket
 	ca  string
 	crt string
 	key string
@@ -53,8 +58,34 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	f.srv = httptest.NewServer(f.h.Handler())
+	f.ac = serveAdmin(t, f.h)
 	t.Cleanup(func() { f.srv.Close(); f.h.Close() })
 	return f
+}
+
+// adminURL is the base of admin requests; the admin client dials the
+// socket whatever the URL's host.
+const adminURL = "http://admin"
+
+// serveAdmin serves h's admin API on a real unix socket made by
+// host.ListenAdmin and returns a client that reaches it.
+func serveAdmin(t *testing.T, h *host.Host) *http.Client {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "rh-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "admin.sock")
+	ln, err := host.ListenAdmin(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h.AdminHandler()}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close(); os.RemoveAll(dir) })
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
 }
 
 // spec is a single-replica volume whose data directory must be published
@@ -69,7 +100,7 @@ func (f *fixture) spec(i int) host.WorkerSpec {
 func (f *fixture) post(spec host.WorkerSpec) (int, map[string]string) {
 	f.t.Helper()
 	b, _ := json.Marshal(spec)
-	resp, err := http.Post(f.srv.URL+"/v1/workers", "application/json", bytes.NewReader(b))
+	resp, err := f.ac.Post(adminURL+"/v1/workers", "application/json", bytes.NewReader(b))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -100,7 +131,23 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
+// publish bind-mounts dir onto itself: a mount appears at dir in this
+// mount namespace, which is what a worker with AwaitDataDir waits for.
+func publish(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind %s: %v", dir, err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+}
+
 func TestAdmissionBoundsAnswerPendingOrUnavailableNeverFewerReplicas(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("publishing a data directory needs a bind mount, which needs root")
+	}
 	f := newFixture(t)
 
 	// Starts: four workers wait for their data directories inside a start
@@ -127,7 +174,7 @@ func TestAdmissionBoundsAnswerPendingOrUnavailableNeverFewerReplicas(t *testing.
 		polls.Add(1)
 		go func() {
 			defer polls.Done()
-			resp, err := http.Get(f.srv.URL + "/v1/workers/v000/r0?waitFor=Running&timeout=60s")
+			resp, err := f.ac.Get(adminURL + "/v1/workers/v000/r0?waitFor=Running&timeout=60s")
 			if err != nil {
 				codes <- 0
 				return
@@ -139,7 +186,7 @@ func TestAdmissionBoundsAnswerPendingOrUnavailableNeverFewerReplicas(t *testing.
 	waitFor(t, 10*time.Second, "32 HTTP operations in flight", func() bool {
 		return f.metric(`cellfleet_host_admission_in_use{bound="http_operations"} 32`)
 	})
-	resp, err := http.Get(f.srv.URL + "/v1/workers")
+	resp, err := f.ac.Get(adminURL + "/v1/workers")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,11 +200,11 @@ func TestAdmissionBoundsAnswerPendingOrUnavailableNeverFewerReplicas(t *testing.
 		t.Fatalf("readyz must be 503 while workers are pending or starting, got %d", code)
 	}
 
-	// Publishing the data directories lets all five start, in turn.
+	// Publishing the data directories (a bind visible in this mount
+	// namespace, as the local driver's publication) lets all five start,
+	// in turn.
 	for i := 0; i < 5; i++ {
-		if err := os.MkdirAll(f.spec(i).DataDir, 0o700); err != nil {
-			t.Fatal(err)
-		}
+		publish(t, f.spec(i).DataDir)
 	}
 	polls.Wait()
 	close(codes)

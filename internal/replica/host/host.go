@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/cellfleet/cellfleet/internal/csi/publication"
 	"github.com/cellfleet/cellfleet/internal/replica"
 )
 
@@ -19,6 +19,9 @@ type Config struct {
 	Limits      Limits
 	SegmentSize int
 	Logger      *slog.Logger
+	// HaltAt halts every worker start at a test fault point (fault.go);
+	// empty in production.
+	HaltAt FaultPoint
 }
 
 // Host runs workers.
@@ -90,6 +93,9 @@ func New(cfg Config) (*Host, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.HaltAt != "" && cfg.HaltAt != FaultAfterIntent && cfg.HaltAt != FaultBeforeSealed {
+		return nil, fmt.Errorf("unknown test fault point %q (want %s or %s)", cfg.HaltAt, FaultAfterIntent, FaultBeforeSealed)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Host{cfg: cfg, log: cfg.Logger, hist: history{dir: cfg.StateDir},
 		starts:   newSlots(BoundStarts, cfg.Limits.MaxStarts),
@@ -154,17 +160,16 @@ func (h *Host) start(hw *hosted, haveSlot bool) {
 	hw.mu.Lock()
 	hw.state, hw.reason = replica.ReplicaStateStarting, ""
 	hw.mu.Unlock()
-	err := h.awaitPublication(hw)
-	var w *replica.Worker
-	if err == nil {
-		w, err = h.build(hw.spec)
-	}
+	w, err := h.prepare(hw)
 	if err != nil {
 		h.log.Error("worker not started", "volume", hw.spec.Volume, "replica", hw.spec.Replica, "error", err)
 		hw.mu.Lock()
 		hw.state, hw.reason = replica.ReplicaStateFailed, err.Error()
 		hw.mu.Unlock()
 		return
+	}
+	if w == nil {
+		return // halted at a test fault point
 	}
 	hw.mu.Lock()
 	hw.worker = w
@@ -179,9 +184,6 @@ func (h *Host) start(hw *hosted, haveSlot bool) {
 		w.Close()
 		return
 	}
-	if err := h.hist.record(hw.spec.Volume, hw.spec.Replica, hw.spec.Generation); err != nil {
-		h.log.Error("host history not recorded", "volume", hw.spec.Volume, "replica", hw.spec.Replica, "error", err)
-	}
 	h.mu.Lock()
 	closed := h.closed
 	h.mu.Unlock()
@@ -190,38 +192,66 @@ func (h *Host) start(hw *hosted, haveSlot bool) {
 	}
 }
 
+// prepare waits for the data directory, records the intent (history.go)
+// and builds the worker. It returns a nil worker and no error when a test
+// fault point halted it.
+func (h *Host) prepare(hw *hosted) (*replica.Worker, error) {
+	spec := hw.spec
+	if err := h.awaitPublication(hw); err != nil {
+		return nil, err
+	}
+	st, err := h.hist.standing(spec.Volume, spec.Replica, spec.Generation)
+	if err != nil {
+		return nil, err
+	}
+	if st != standingSealed {
+		if err := h.hist.record(spec, PhaseIntent); err != nil {
+			return nil, err
+		}
+	}
+	if !h.halt(FaultAfterIntent, spec) {
+		return nil, nil
+	}
+	sealed := func() error {
+		if st == standingSealed {
+			return nil
+		}
+		if !h.halt(FaultBeforeSealed, spec) {
+			return errors.New("halted at a test fault point")
+		}
+		if err := h.hist.record(spec, PhaseSealed); err != nil {
+			return err
+		}
+		st = standingSealed
+		return nil
+	}
+	return h.build(spec, st == standingSealed, sealed)
+}
+
 // PublicationTimeout bounds the wait for a data directory to be published.
 const PublicationTimeout = 10 * time.Minute
 
+// awaitPublication waits until the backing volume's bind is visible at the
+// data directory in this process's own mount namespace: until then the
+// path is the bare directory of this container's view, and initialising
+// or reading authority there would use the wrong filesystem.
 func (h *Host) awaitPublication(hw *hosted) error {
 	if !hw.spec.AwaitDataDir {
 		return nil
 	}
 	hw.mu.Lock()
-	hw.reason = "waiting for the data directory to be published"
+	hw.reason = "waiting for the backing volume's bind at the data directory"
 	hw.mu.Unlock()
 	ctx, cancel := context.WithTimeout(h.ctx, PublicationTimeout)
 	defer cancel()
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	for {
-		if fi, err := os.Stat(hw.spec.DataDir); err == nil && fi.IsDir() {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("data directory %s was not published: %w", hw.spec.DataDir, ctx.Err())
-		case <-t.C:
-		}
+	if err := publication.WaitForBind(ctx, hw.spec.DataDir); err != nil {
+		return fmt.Errorf("data directory %s was not published: %w", hw.spec.DataDir, err)
 	}
+	return nil
 }
 
-func (h *Host) build(spec WorkerSpec) (*replica.Worker, error) {
+func (h *Host) build(spec WorkerSpec, recorded bool, sealed func() error) (*replica.Worker, error) {
 	cert, pool, token, err := spec.material()
-	if err != nil {
-		return nil, err
-	}
-	recorded, err := h.hist.recorded(spec.Volume, spec.Replica, spec.Generation)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +266,7 @@ func (h *Host) build(spec WorkerSpec) (*replica.Worker, error) {
 		Volume: spec.Volume, Replica: spec.Replica, Generation: spec.Generation,
 		DataDir: spec.DataDir, Listen: spec.Listen, Self: self, Peers: spec.Peers, Bootstrap: spec.Bootstrap,
 		Certificate: cert, CA: pool, Token: token, Capacity: spec.CapacityBytes, MaxSessions: spec.MaxSessions,
-		Recorded: recorded, SegmentSize: h.cfg.SegmentSize, Timing: spec.Timing,
+		Recorded: recorded, OnSealed: sealed, SegmentSize: h.cfg.SegmentSize, Timing: spec.Timing,
 		Capture: h.captures, Outbound: h.out, Observer: h.metrics,
 		Logger: h.log,
 	})

@@ -33,9 +33,10 @@ type WorkerSpec struct {
 	// value: eviction is part of the replicated state.
 	MaxSessions int `json:"maxSessions,omitempty"`
 	// AwaitDataDir makes the start wait (holding its start slot) until the
-	// data directory has been published, as the Kubernetes mode waits for
-	// the local-CSI bind to appear. Without it the host creates the
-	// directory.
+	// backing volume's bind is visible at DataDir in this host's own mount
+	// namespace (publication.WaitForBind), as the Kubernetes mode waits for
+	// the local-CSI publication to propagate. Without it the host creates
+	// the directory.
 	AwaitDataDir bool `json:"awaitDataDir,omitempty"`
 }
 

@@ -67,6 +67,9 @@ func Check(dir string, want Identity, recorded bool) (Verdict, error) {
 		return Verdict{}, err
 	}
 	if !id.Sealed && id.Volume == want.Volume && id.Replica == want.Replica {
+		if recorded {
+			return lost("identity record unsealed for a replica the host recorded as sealed")
+		}
 		return Verdict{Fresh: true, Identity: want}, nil
 	}
 	if id.Volume != want.Volume || id.Replica != want.Replica || id.Generation != want.Generation {

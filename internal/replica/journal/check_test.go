@@ -42,6 +42,10 @@ func TestCheckDecidesFreshStartOrLoss(t *testing.T) {
 			os.WriteFile(filepath.Join(d, IdentityFile), []byte(`{"volume":"v"`), 0o600)
 		}, lost: true},
 		{name: "unsealed identity is a crashed initialisation", prepare: func(t *testing.T, d string) { WriteIdentity(d, want) }, fresh: true},
+		{name: "unsealed identity of a replica the host recorded as sealed", prepare: func(t *testing.T, d string) {
+			WriteIdentity(d, want)
+			withJournal(t, d)
+		}, recorded: true, lost: true},
 		{name: "intact replica", prepare: func(t *testing.T, d string) { WriteIdentity(d, sealed); withJournal(t, d) }, recorded: true},
 		{name: "another generation", prepare: func(t *testing.T, d string) {
 			other := sealed

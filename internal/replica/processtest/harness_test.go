@@ -62,9 +62,11 @@ type cluster struct {
 	opts    clusterOpts
 	gen     host.Generated
 	peers   []replica.Peer // real addresses
-	status  []string
+	status  []string       // TCP status listeners: health, readiness, metrics, read-only status
+	admin   []string       // admin API unix sockets: every /v1 request, mutations included
 	procs   []*exec.Cmd
 	proxies map[[2]int]*proxy
+	env     map[int][]string // extra environment of host i's next start (fault hooks)
 }
 
 func freePorts(t testing.TB, n int) []int {
@@ -96,7 +98,8 @@ func startCluster(t testing.TB, o clusterOpts) *cluster {
 	if o.capacity == 0 {
 		o.capacity = 256 << 20
 	}
-	c := &cluster{t: t, dir: t.TempDir(), opts: o, procs: make([]*exec.Cmd, o.replicas), proxies: map[[2]int]*proxy{}}
+	c := &cluster{t: t, dir: t.TempDir(), opts: o, procs: make([]*exec.Cmd, o.replicas), proxies: map[[2]int]*proxy{},
+		env: map[int][]string{}}
 	ports := freePorts(t, 2*o.replicas)
 	gen, err := host.Generate(host.GenerateOptions{Dir: c.dir, Volume: volume, Replicas: o.replicas,
 		Ports: ports[:o.replicas], StatusPorts: ports[o.replicas:], Capacity: o.capacity, Timing: o.timing})
@@ -104,10 +107,18 @@ func startCluster(t testing.TB, o clusterOpts) *cluster {
 		t.Fatalf("generate standalone configuration: %v", err)
 	}
 	c.gen = gen
+	// Sockets live under a short directory of their own: t.TempDir() paths
+	// named after long tests exceed the kernel's 107-byte socket path.
+	sockDir, err := os.MkdirTemp("", "rh-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
 	for i := 0; i < o.replicas; i++ {
 		f := c.hostFile(i)
 		c.peers = append(c.peers, f.Workers[0].Self)
 		c.status = append(c.status, f.StatusListen)
+		c.admin = append(c.admin, filepath.Join(sockDir, fmt.Sprintf("r%d.sock", i)))
 	}
 	if o.maxSessions > 0 {
 		for i := 0; i < o.replicas; i++ {
@@ -188,8 +199,10 @@ func (c *cluster) start(i int) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	args := append([]string{"-config", c.gen.HostFiles[i], "-log-level", "warn", "-journal-segment-bytes", "4194304"}, c.opts.hostArgs...)
+	args := append([]string{"-config", c.gen.HostFiles[i], "-log-level", "warn", "-journal-segment-bytes", "4194304",
+		"-admin-socket", c.admin[i]}, c.opts.hostArgs...)
 	cmd := exec.Command(hostBinary, args...)
+	cmd.Env = append(os.Environ(), c.env[i]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		c.t.Fatalf("start replica-host r%d: %v", i, err)
@@ -226,11 +239,21 @@ func (c *cluster) shutdown() {
 	}
 }
 
+// httpc reaches the hosts' TCP status listeners.
 var httpc = &http.Client{Timeout: 5 * time.Second}
+
+// adminClient reaches host i's admin socket; the URL's host is ignored.
+func (c *cluster) adminClient(i int, timeout time.Duration) *http.Client {
+	sock := c.admin[i]
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}}}
+}
 
 func (c *cluster) statusOf(i int) (host.Status, error) {
 	var st host.Status
-	resp, err := httpc.Get(fmt.Sprintf("http://%s/v1/workers/%s/%s", c.status[i], volume, c.peers[i].ID))
+	resp, err := c.adminClient(i, 5*time.Second).Get(fmt.Sprintf("http://r%d/v1/workers/%s/%s", i, volume, c.peers[i].ID))
 	if err != nil {
 		return st, err
 	}
@@ -320,7 +343,7 @@ func (c *cluster) client(cfg client.Config) *client.Client {
 
 func (c *cluster) digest(i int) (host.Digest, error) {
 	var d host.Digest
-	resp, err := httpc.Get(fmt.Sprintf("http://%s/v1/workers/%s/%s/digest", c.status[i], volume, c.peers[i].ID))
+	resp, err := c.adminClient(i, 5*time.Second).Get(fmt.Sprintf("http://r%d/v1/workers/%s/%s/digest", i, volume, c.peers[i].ID))
 	if err != nil {
 		return d, err
 	}
@@ -369,9 +392,20 @@ func (c *cluster) post(i int, path string, body any) (int, string) {
 	return c.do(req)
 }
 
+// do sends req; a /v1 request addressed to a host's status listener
+// (c.status[i]) goes to that host's admin socket, where the admin API is
+// served.
 func (c *cluster) do(req *http.Request) (int, string) {
 	c.t.Helper()
-	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
+	hc := &http.Client{Timeout: 60 * time.Second}
+	if strings.HasPrefix(req.URL.Path, "/v1/") {
+		for i, addr := range c.status {
+			if req.URL.Host == addr {
+				hc = c.adminClient(i, 60*time.Second)
+			}
+		}
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		c.t.Fatalf("%s %s: %v", req.Method, req.URL, err)
 	}
