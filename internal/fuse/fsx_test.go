@@ -67,7 +67,9 @@ func (w *fsxWorker) path(name string) string { return filepath.Join(w.dir, name)
 func (w *fsxWorker) create() error {
 	name := fmt.Sprintf("w%d-f%d", w.id, w.next)
 	w.next++
-	fd, err := unix.Open(w.path(name), unix.O_CREAT|unix.O_EXCL|unix.O_RDWR, 0o644)
+	// O_CLOEXEC: a replica host restarted meanwhile (by either fsx test)
+	// must not inherit the descriptor and keep the mount busy.
+	fd, err := unix.Open(w.path(name), unix.O_CREAT|unix.O_EXCL|unix.O_RDWR|unix.O_CLOEXEC, 0o644)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", name, err)
 	}
