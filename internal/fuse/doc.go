@@ -13,15 +13,18 @@
 //     mount keeps them alive under a hidden orphan directory until the last
 //     handle closes (orphans.go);
 //   - write batching: concurrent writes are committed together in one engine
-//     entry through WriteBatch (batch.go);
+//     entry through WriteBatch (batch.go), and write-behind with per-handle
+//     error reporting on single-writer volumes (writeback.go);
 //   - cache settings: single-writer volumes let the kernel cache attributes,
 //     entries and pages; shared volumes revalidate every time (options.go).
 //
-// Semantics (docs/fuse.md): a write returns only once the engine committed it
-// on a quorum, so fsync and close never wait for anything; a mutation whose
-// outcome the client cannot know is answered EIO (an uncertain result); FUSE
-// interrupts never cancel a mutation in flight, because a cancelled mutation
-// could still commit.
+// Semantics (docs/fuse.md): on a shared volume a write returns only once the
+// engine committed it on a quorum; on a single-writer volume it is queued
+// (write-behind, writeback.go) and fsync and close wait for its commit, with
+// a failure reported once to every file handle open when it happened. A
+// mutation whose outcome the client cannot know is answered EIO (an
+// uncertain result); FUSE interrupts never cancel a mutation in flight,
+// because a cancelled mutation could still commit.
 //
 // fuse must never import the worker, the state machine, raft, the mount owner
 // or anything Kubernetes.

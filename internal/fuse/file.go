@@ -22,6 +22,11 @@ type handle struct {
 	fsys *filesystem
 	ino  uint64
 	in   *fs.Inode
+	// writer: opened for writing, so its close reports write failures.
+	writer bool
+	// errs is its position in the file's write-behind error sequence
+	// (writeback.go); nil without write-behind.
+	errs *errCursor
 }
 
 var (
@@ -34,8 +39,9 @@ var (
 	_ fs.FileLseeker   = (*handle)(nil)
 )
 
-// openHandle registers an open file (for the orphan table).
-func (f *filesystem) openHandle(in *fs.Inode) (*handle, syscall.Errno) {
+// openHandle registers an open file (for the orphan table) opened with
+// the open(2) flags.
+func (f *filesystem) openHandle(in *fs.Inode, flags uint32) (*handle, syscall.Errno) {
 	ino := in.StableAttr().Ino
 	if f.orphans.opened(ino) {
 		// A name of this inode was removed while the kernel was opening
@@ -45,7 +51,17 @@ func (f *filesystem) openHandle(in *fs.Inode) (*handle, syscall.Errno) {
 			return nil, f.errno("open", ino, err)
 		}
 	}
-	return &handle{fsys: f, ino: ino, in: in}, 0
+	return f.newHandle(in, flags), 0
+}
+
+// newHandle makes the handle of an open file the orphan table knows.
+func (f *filesystem) newHandle(in *fs.Inode, flags uint32) *handle {
+	h := &handle{fsys: f, ino: in.StableAttr().Ino, in: in,
+		writer: flags&syscall.O_ACCMODE != syscall.O_RDONLY}
+	if f.wb != nil {
+		h.errs = f.wb.opened(h.ino)
+	}
+	return h
 }
 
 // openFlags keeps the page cache across opens on single-writer volumes;
@@ -62,7 +78,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if n.fsys.opt.ReadOnly && flags&syscall.O_ACCMODE != syscall.O_RDONLY {
 		return nil, 0, syscall.EROFS
 	}
-	h, e := n.fsys.openHandle(n.EmbeddedInode())
+	h, e := n.fsys.openHandle(n.EmbeddedInode(), flags)
 	if e != 0 {
 		return nil, 0, e
 	}
@@ -86,7 +102,7 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 		return 0, syscall.EROFS
 	}
 	if wb := h.fsys.wb; wb != nil {
-		if err := wb.write(h.in, h.ino, uint64(off), data); err != nil {
+		if err := wb.write(h.in, h.errs, uint64(off), data); err != nil {
 			return 0, h.fsys.errno("write", h.ino, err)
 		}
 		return uint32(len(data)), 0
@@ -102,24 +118,34 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 	return uint32(len(data)), 0
 }
 
-// Flush (each close) waits for the file's queued writes and reports the
-// first that failed; without write-behind every write was committed when
-// answered.
-func (h *handle) Flush(ctx context.Context) syscall.Errno { return h.sync("flush") }
+// Flush (each close) of a handle open for writing waits for the file's
+// queued writes and reports a failure this handle was not told of; a
+// read-only handle's close reports nothing (and so consumes nothing).
+// Without write-behind every write was committed when answered.
+func (h *handle) Flush(ctx context.Context) syscall.Errno {
+	if !h.writer {
+		return 0
+	}
+	return h.sync("flush")
+}
 
-// Fsync likewise: committed on a quorum means durable on a quorum.
+// Fsync likewise, for every handle: committed on a quorum means durable on
+// a quorum.
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno { return h.sync("fsync") }
 
 func (h *handle) sync(op string) syscall.Errno {
 	if h.fsys.wb == nil {
 		return 0
 	}
-	return h.fsys.errno(op, h.ino, h.fsys.wb.sync(h.ino))
+	return h.fsys.errno(op, h.ino, h.fsys.wb.sync(h.errs))
 }
 
 // Release closes the handle; the last one frees a deleted file.
 func (h *handle) Release(ctx context.Context) syscall.Errno {
 	h.fsys.settle(h.ino)
+	if h.errs != nil {
+		h.fsys.wb.released(h.errs)
+	}
 	h.fsys.orphans.closed(h.ino)
 	return 0
 }

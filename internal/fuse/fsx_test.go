@@ -4,12 +4,15 @@ package fuse_test
 // holes), truncates (shrinking and growing), reads and renames over existing
 // files, each checked against a shadow model of every file's content. Several
 // workers run at once on their own files, so the mount's write batching and
-// the engine's group commit are exercised too. After the run a fresh,
-// read-only mount (no page cache) reads every file back.
+// the engine's group commit are exercised too. Workers fsync now and then;
+// after the run every descriptor is fsynced and closed (each answer
+// checked), so the first mount has nothing left to drain, and only then a
+// fresh, read-only mount (no page cache) reads every file back.
 
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -64,7 +67,9 @@ func (w *fsxWorker) path(name string) string { return filepath.Join(w.dir, name)
 func (w *fsxWorker) create() error {
 	name := fmt.Sprintf("w%d-f%d", w.id, w.next)
 	w.next++
-	fd, err := unix.Open(w.path(name), unix.O_CREAT|unix.O_EXCL|unix.O_RDWR, 0o644)
+	// O_CLOEXEC: a replica host restarted meanwhile (by either fsx test)
+	// must not inherit the descriptor and keep the mount busy.
+	fd, err := unix.Open(w.path(name), unix.O_CREAT|unix.O_EXCL|unix.O_RDWR|unix.O_CLOEXEC, 0o644)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", name, err)
 	}
@@ -110,7 +115,7 @@ func (w *fsxWorker) step(op int) error {
 		} else {
 			f.data = append(f.data, make([]byte, size-len(f.data))...)
 		}
-	case r < 96: // read
+	case r < 94: // read
 		off := w.rng.IntN(fsxMaxSize)
 		buf := make([]byte, 1+w.rng.IntN(fsxMaxWrite))
 		n, err := unix.Pread(f.fd, buf, int64(off))
@@ -124,6 +129,10 @@ func (w *fsxWorker) step(op int) error {
 		if !bytes.Equal(buf[:n], want) {
 			return fmt.Errorf("op %d: MISMATCH reading %s [%d,+%d): got %d bytes, model has %d (first difference at %d)",
 				op, name, off, len(buf), n, len(want), firstDiff(buf[:n], want))
+		}
+	case r < 96: // fsync: the queued writes commit, and no failure was held back
+		if err := unix.Fsync(f.fd); err != nil {
+			return fmt.Errorf("op %d: fsync %s: %w", op, name, err)
 		}
 	default: // rename over another name (or to a fresh one)
 		to := fmt.Sprintf("w%d-f%d", w.id, w.next)
@@ -163,17 +172,34 @@ func firstDiff(a, b []byte) int {
 	return min(len(a), len(b))
 }
 
-// runFsx runs ops operations over fsxWorkers workers; during calls
-// onProgress(done) after every operation of worker 0.
-func runFsx(t *testing.T, dir string, seed uint64, ops int, onProgress func(done int64)) []*fsxWorker {
-	var done atomic.Int64
-	workers := make([]*fsxWorker, fsxWorkers)
-	var wg sync.WaitGroup
-	errs := make(chan error, fsxWorkers)
-	for i := range workers {
+// fsxRun is a run of fsxWorkers workers in the background.
+type fsxRun struct {
+	workers []*fsxWorker
+	done    atomic.Int64 // operations completed, all workers
+	wg      sync.WaitGroup
+	errs    chan error
+	waited  sync.Once
+}
+
+// startFsx starts ops operations over fsxWorkers workers. The workers
+// report through errs, never through t (they are not the test goroutine).
+func startFsx(t *testing.T, dir string, seed uint64, ops int) *fsxRun {
+	r := &fsxRun{workers: make([]*fsxWorker, fsxWorkers), errs: make(chan error, fsxWorkers)}
+	t.Cleanup(func() {
+		r.wg.Wait()
+		for _, w := range r.workers {
+			if w == nil {
+				continue
+			}
+			for _, f := range w.names {
+				unix.Close(f.fd) // a failed run's leftovers; closeAll checks a good run's
+			}
+		}
+	})
+	for i := range r.workers {
 		w := &fsxWorker{t: t, dir: filepath.Join(dir, fmt.Sprintf("w%d", i)), id: i,
-			rng: rand.New(rand.NewPCG(seed, uint64(i))), names: map[string]*fsxFile{}, done: &done}
-		workers[i] = w
+			rng: rand.New(rand.NewPCG(seed, uint64(i))), names: map[string]*fsxFile{}, done: &r.done}
+		r.workers[i] = w
 		// A directory per worker: renames do not serialise the workers.
 		if err := os.Mkdir(w.dir, 0o755); err != nil {
 			t.Fatal(err)
@@ -183,43 +209,73 @@ func runFsx(t *testing.T, dir string, seed uint64, ops int, onProgress func(done
 				t.Fatal(err)
 			}
 		}
-		wg.Add(1)
+	}
+	for _, w := range r.workers {
+		r.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer r.wg.Done()
 			for op := range ops / fsxWorkers {
 				if err := w.step(op); err != nil {
-					errs <- fmt.Errorf("worker %d (seed %d): %w", w.id, seed, err)
+					r.errs <- fmt.Errorf("worker %d (seed %d): %w", w.id, seed, err)
 					return
 				}
-				n := done.Add(1)
-				if w.id == 0 && onProgress != nil {
-					onProgress(n)
-				}
+				r.done.Add(1)
 			}
 		}()
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	t.Cleanup(func() {
-		for _, w := range workers {
-			for _, f := range w.names {
-				unix.Close(f.fd)
-			}
-		}
-	})
-	return workers
+	return r
 }
 
-// verifyFresh reads every file through a new read-only mount (no cache).
-func verifyFresh(t *testing.T, c *cluster, sub string, workers []*fsxWorker) {
+// wait waits for every worker and fails t with each worker's error (once).
+func (r *fsxRun) wait(t *testing.T) {
 	t.Helper()
+	r.waited.Do(func() {
+		r.wg.Wait()
+		close(r.errs)
+		for err := range r.errs {
+			t.Error(err)
+		}
+	})
+}
+
+// closeAll fsyncs and closes every descriptor, failing t on any error: a
+// write-behind failure held back would surface here, and afterwards the
+// mount has nothing queued.
+func (r *fsxRun) closeAll(t *testing.T) {
+	t.Helper()
+	for _, w := range r.workers {
+		for name, f := range w.names {
+			if err := unix.Fsync(f.fd); err != nil {
+				t.Errorf("fsync %s after the run: %v", name, err)
+			}
+			if err := unix.Close(f.fd); err != nil {
+				t.Errorf("close %s after the run: %v", name, err)
+			}
+		}
+		clear(w.names)
+	}
+}
+
+// finish waits for the run, fsyncs and closes every descriptor, then
+// reads every file through a new read-only mount (no cache).
+func (r *fsxRun) finish(t *testing.T, c *cluster, sub string) {
+	t.Helper()
+	r.wait(t)
+	if t.Failed() {
+		return
+	}
+	models := make([]map[string]*fsxFile, len(r.workers))
+	for i, w := range r.workers {
+		models[i] = maps.Clone(w.names)
+	}
+	r.closeAll(t)
+	if t.Failed() {
+		return
+	}
 	mnt := c.mount(t, cfuse.Options{ReadOnly: true})
 	files := 0
-	for _, w := range workers {
-		for name, f := range w.names {
+	for i, w := range r.workers {
+		for name, f := range models[i] {
 			got, err := os.ReadFile(filepath.Join(mnt, sub, filepath.Base(w.dir), name))
 			if err != nil {
 				t.Errorf("read %s through a fresh mount: %v", name, err)
@@ -262,17 +318,17 @@ func TestFsxRandomOperationsMatchShadowModel(t *testing.T) {
 	}
 	ops := fsxOps(t)
 	start := time.Now()
-	workers := runFsx(t, dir, fsxSeed(t), ops, nil)
+	run := startFsx(t, dir, fsxSeed(t), ops)
+	run.wait(t)
 	t.Logf("%d operations in %v", ops, time.Since(start).Round(time.Millisecond))
-	if !t.Failed() {
-		verifyFresh(t, c, "fsx", workers)
-	}
+	run.finish(t, c, "fsx")
 }
 
 // TestFsxSurvivesCoordinatorKilledTwice: the same run while the coordinator's
-// process is killed with SIGKILL at a third and at two thirds of the run
-// (the first victim restarted in between, so a quorum remains): no error,
-// no mismatch, nothing acknowledged lost.
+// process is killed with SIGKILL at a third and at two thirds of the run,
+// the first victim restarted and caught up before the second kill (so a
+// quorum remains): two kills inside the run, operations completed after
+// each, no error, no mismatch, nothing acknowledged lost.
 func TestFsxSurvivesCoordinatorKilledTwice(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, 1<<30)
@@ -281,29 +337,36 @@ func TestFsxSurvivesCoordinatorKilledTwice(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ops := fsxOps(t)
-	kills := make(chan int64, 2)
-	go func() {
-		victim := -1
-		for at := range kills {
-			if victim >= 0 {
-				c.Restart(victim)
-			}
-			victim = c.KillCoordinator(t)
-			t.Logf("killed coordinator r%d at operation %d", victim, at)
+	ops := int64(fsxOps(t))
+	total := ops / fsxWorkers * fsxWorkers
+	run := startFsx(t, dir, fsxSeed(t), int(ops))
+	// The kills run on the test goroutine: a failed kill fails the test
+	// here, and nothing outlives it.
+	kill := func(at int64) int {
+		fusetestWait(t, fmt.Sprintf("operation %d of the run", at), func() bool { return run.done.Load() >= at })
+		before := run.done.Load()
+		if before >= total {
+			t.Fatalf("the run ended (%d operations) before the kill planned at operation %d", before, at)
 		}
-	}()
-	var first, second sync.Once
-	workers := runFsx(t, dir, fsxSeed(t), ops, func(done int64) {
-		switch {
-		case done > int64(ops)/3 && done < int64(ops)*2/3:
-			first.Do(func() { kills <- done })
-		case done >= int64(ops)*2/3:
-			second.Do(func() { kills <- done })
+		victim := c.KillCoordinator(t)
+		gone := run.done.Load()
+		t.Logf("killed coordinator r%d at operation %d", victim, before)
+		// Operations cross the kill: each worker has at most one in flight,
+		// so more than fsxWorkers completed after the process was gone
+		// include one begun after it, under the new coordinator.
+		fusetestWait(t, "operations after the kill", func() bool {
+			n := run.done.Load()
+			return n > gone+fsxWorkers || n >= total
+		})
+		if run.done.Load() >= total {
+			t.Fatalf("the run ended right after the kill of r%d: no operations are known to have crossed it", victim)
 		}
-	})
-	close(kills)
-	if !t.Failed() {
-		verifyFresh(t, c, "fsx", workers)
+		return victim
 	}
+	first := kill(ops / 3)
+	c.Restart(first)
+	c.WaitCaughtUp(t, first, 2*time.Minute)
+	second := kill(ops * 2 / 3)
+	run.finish(t, c, "fsx")
+	t.Logf("2 coordinator kills (r%d, r%d) inside a run of %d operations", first, second, total)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/cellfleet/cellfleet/internal/replica/client"
+	"github.com/cellfleet/cellfleet/internal/replica/wire"
 )
 
 // hidden reports whether name is the mount's own orphan directory.
@@ -19,13 +20,27 @@ func (n *node) hidden(name string) bool {
 	return n.ino() == client.RootIno && name == orphanDir
 }
 
-// writable refuses mutations on a read-only mount and of the hidden name.
+// writable refuses mutations on a read-only mount, of the hidden name and
+// of a name longer than NAME_MAX.
 func (n *node) writable(name string) syscall.Errno {
+	if e := nameFits(name); e != 0 {
+		return e
+	}
 	if n.fsys.opt.ReadOnly {
 		return syscall.EROFS
 	}
 	if n.hidden(name) {
 		return syscall.EPERM
+	}
+	return 0
+}
+
+// nameFits refuses a name longer than NAME_MAX (255 bytes, the engine's
+// limit and what statfs reports) with ENAMETOOLONG: the kernel passes
+// FUSE names up to 1024 bytes, and the engine's codec would answer EINVAL.
+func nameFits(name string) syscall.Errno {
+	if len(name) > wire.MaxName {
+		return syscall.ENAMETOOLONG
 	}
 	return 0
 }
@@ -47,7 +62,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	n.fsys.fillEntry(a, out)
 	child := n.child(ctx, a)
-	h, e := n.fsys.openHandle(child)
+	h, e := n.fsys.openHandle(child, flags)
 	if e != 0 {
 		return nil, nil, 0, e
 	}
@@ -71,7 +86,7 @@ func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse
 	c := &node{fsys: n.fsys}
 	c.remember(a)
 	in := n.NewInode(ctx, c, fs.StableAttr{Mode: syscall.S_IFREG, Ino: a.Ino})
-	return in, &handle{fsys: n.fsys, ino: a.Ino, in: in}, n.fsys.openFlags(), 0
+	return in, n.fsys.newHandle(in, flags), n.fsys.openFlags(), 0
 }
 
 // Mkdir makes a directory.

@@ -15,6 +15,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/cellfleet/cellfleet/internal/replica/client"
+	"github.com/cellfleet/cellfleet/internal/replica/wire"
 )
 
 // filesystem is one mounted volume.
@@ -72,6 +73,7 @@ var (
 	_ fs.NodeSetxattrer    = (*node)(nil)
 	_ fs.NodeListxattrer   = (*node)(nil)
 	_ fs.NodeRemovexattrer = (*node)(nil)
+	_ fs.NodeFsyncer       = (*node)(nil)
 )
 
 // opCtx is the context of an engine call. FUSE interrupts are deliberately
@@ -155,6 +157,9 @@ func (n *node) child(ctx context.Context, a client.Attr) *fs.Inode {
 
 // Lookup resolves name in this directory.
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if e := nameFits(name); e != 0 {
+		return nil, e
+	}
 	if n.hidden(name) || n.fsys.names.absent(n.ino(), name) {
 		return nil, syscall.ENOENT
 	}
@@ -248,6 +253,19 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	return 0
 }
 
+// Fsync of an open file drains and reports its writes (file.go). Of a
+// directory it answers 0: every change of its names was committed on a
+// quorum before it was answered, so there is nothing left to make durable.
+// (go-fuse routes a directory's FSYNCDIR here; without this method it
+// answers EOPNOTSUPP, which applications take for a failed commit.)
+func (n *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall.Errno {
+	if h, ok := f.(*handle); ok {
+		return h.Fsync(ctx, flags)
+	}
+	n.fsys.settle(n.ino())
+	return 0
+}
+
 // Statfs reports the volume's capacity; writes past it fail with ENOSPC.
 func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 	st, err := n.fsys.cl.StatFs(opCtx())
@@ -255,7 +273,7 @@ func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 		return n.fsys.errno("statfs", n.ino(), err)
 	}
 	const bsize = 4096
-	out.Bsize, out.Frsize, out.NameLen = bsize, bsize, 255
+	out.Bsize, out.Frsize, out.NameLen = bsize, bsize, wire.MaxName
 	out.Blocks = st.Capacity / bsize
 	free := (st.Capacity - min(st.Capacity, st.Used)) / bsize
 	out.Bfree, out.Bavail = free, free

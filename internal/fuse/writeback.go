@@ -6,9 +6,18 @@ package fuse
 // no longer paced by one quorum round trip per request. What stays true:
 //
 //   - fsync and close (FLUSH) return only after every write to the file
-//     before them is committed on a quorum, and report the first write that
-//     failed since the last report (EIO for an uncertain outcome, ENOSPC,
-//     ...). A later write to a file in error fails at once with that error.
+//     before them is committed on a quorum.
+//   - A write that fails after it was answered (EIO for an uncertain
+//     outcome, ENOSPC, ...) is reported the way Linux reports writeback
+//     errors (errseq_t): once to every file handle that was open when it
+//     happened, by that handle's next fsync, or by its close if the handle
+//     may write. Each handle keeps a cursor into the file's error sequence,
+//     so one descriptor's close cannot consume the error another writer
+//     still has to hear about, and a read-only descriptor's close reports
+//     nothing. A handle opened while the latest failure was not yet reported
+//     to anyone sees it too; one opened after it was reported does not.
+//     Until a handle has been told, its further writes fail at once with
+//     that error.
 //   - Reads, attribute requests, truncation and every other request about a
 //     file first wait for its queued writes, so the mount never answers
 //     from a state older than what it acknowledged (read-your-writes).
@@ -35,10 +44,25 @@ type span struct{ off, end uint64 }
 
 func (s span) overlaps(o span) bool { return s.off < o.end && o.off < s.end }
 
-// dirtyInode is one file's writes in flight and its unreported failure.
+// dirtyInode is one file's writes in flight and its error sequence. It
+// lives while writes are in flight, handles are open, or a failure has not
+// been reported to anyone yet.
 type dirtyInode struct {
 	inflight []span
+	// seq counts failures; err is the latest. A failure while the latest
+	// one is still unreported is folded into it (errseq_set: nobody has
+	// seen the first, so everybody will hear of one).
+	seq      uint64
 	err      error
+	reported bool // some handle was told of seq
+	handles  int
+}
+
+// errCursor is one file handle's position in its file's error sequence:
+// the failures up to seen were reported to it or happened before it opened.
+type errCursor struct {
+	ino  uint64
+	seen uint64
 }
 
 type writeback struct {
@@ -60,15 +84,16 @@ func newWriteback(b *batcher, limit int) *writeback {
 	return w
 }
 
-// write queues data at off in ino and returns at once, or returns the
-// file's unreported failure. in is invalidated if the write fails (the
-// kernel's size may be wrong then).
-func (w *writeback) write(in *fs.Inode, ino, off uint64, data []byte) error {
+// write queues data at off in the file of c and returns at once, or
+// returns the failure c has not been told of. in is invalidated if the
+// write fails (the kernel's size may be wrong then).
+func (w *writeback) write(in *fs.Inode, c *errCursor, off uint64, data []byte) error {
+	ino := c.ino
 	s := span{off: off, end: off + uint64(len(data))}
 	w.mu.Lock()
 	for {
 		d := w.files[ino]
-		if d != nil && d.err != nil {
+		if d != nil && d.seq > c.seen {
 			err := d.err
 			w.mu.Unlock()
 			return err
@@ -119,13 +144,48 @@ func (w *writeback) done(ino uint64, s span, err error) {
 			break
 		}
 	}
-	if err != nil && d.err == nil {
-		d.err = err
+	if err != nil && (d.seq == 0 || d.reported) {
+		d.seq++
+		d.err, d.reported = err, false
 	}
-	if len(d.inflight) == 0 && d.err == nil {
+	w.forget(ino, d)
+	w.cond.Broadcast()
+}
+
+// forget drops d once nothing refers to it: no write in flight, no open
+// handle, no failure nobody was told of. Called with w.mu held.
+func (w *writeback) forget(ino uint64, d *dirtyInode) {
+	if len(d.inflight) == 0 && d.handles == 0 && (d.seq == 0 || d.reported) {
 		delete(w.files, ino)
 	}
-	w.cond.Broadcast()
+}
+
+// opened registers a handle of ino and returns its cursor: a failure not
+// yet reported to anyone is reported to it too (errseq_sample).
+func (w *writeback) opened(ino uint64) *errCursor {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d := w.files[ino]
+	if d == nil {
+		d = &dirtyInode{}
+		w.files[ino] = d
+	}
+	d.handles++
+	c := &errCursor{ino: ino, seen: d.seq}
+	if !d.reported && d.seq > 0 {
+		c.seen = d.seq - 1
+	}
+	return c
+}
+
+// released unregisters c's handle.
+func (w *writeback) released(c *errCursor) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if d := w.files[c.ino]; d != nil {
+		d.handles--
+		w.forget(c.ino, d)
+	}
 }
 
 // drain waits until no write to ino is in flight.
@@ -141,22 +201,20 @@ func (w *writeback) drain(ino uint64) {
 	w.mu.Unlock()
 }
 
-// sync drains ino and reports (once) the first of its writes that failed.
-func (w *writeback) sync(ino uint64) error {
-	w.drain(ino)
+// sync drains c's file and reports, once to c, the failure it has not been
+// told of (errseq_check_and_advance).
+func (w *writeback) sync(c *errCursor) error {
+	w.drain(c.ino)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	d := w.files[ino]
-	if d == nil {
+	d := w.files[c.ino]
+	if d == nil || d.seq <= c.seen {
 		return nil
 	}
-	err := d.err
-	if len(d.inflight) == 0 {
-		delete(w.files, ino)
-	} else {
-		d.err = nil
-	}
-	return err
+	c.seen = d.seq
+	d.reported = true
+	w.forget(c.ino, d)
+	return d.err
 }
 
 // busy reports whether ino has writes in flight.

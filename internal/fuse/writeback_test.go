@@ -108,3 +108,113 @@ func TestWriteBehind(t *testing.T) {
 		}
 	})
 }
+
+// TestWriteBehindFailureReachesEveryWriterOnce: a write-behind failure is
+// reported, once, to every descriptor that was open for writing when it
+// happened (Linux's errseq_t rule), whoever closes first: a read-only
+// descriptor's close neither reports nor consumes it, and a descriptor
+// opened for writing after it was reported does not see it.
+func TestWriteBehindFailureReachesEveryWriterOnce(t *testing.T) {
+	const capacity = 16 << 20
+	c := startCluster(t, capacity)
+	mnt := c.mount(t, cfuse.Options{SingleWriter: true})
+	path := filepath.Join(mnt, "overfull")
+	writer, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	idle, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+
+	// 24 MiB into a 16 MiB volume: the writes are answered once queued;
+	// the engine refuses the ones past the capacity afterwards. A write
+	// made after a refusal came back fails at once; that is allowed.
+	buf := make([]byte, 1<<20)
+	written := 0
+	for i := range 24 {
+		if _, err := writer.WriteAt(buf, int64(i)<<20); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("write %d: %v, want success or ENOSPC", i, err)
+			}
+			break
+		}
+		written++
+	}
+	t.Logf("%d of 24 writes of 1 MiB answered before a refusal was known", written)
+
+	reader, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reader.Close(); err != nil {
+		t.Fatalf("the close of a read-only descriptor must not report (or consume) the writers' failure, got %v", err)
+	}
+	if err := writer.Sync(); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("the writer's fsync must report the write refused after it was answered with ENOSPC, got %v", err)
+	}
+	if err := writer.Sync(); err != nil {
+		t.Fatalf("a failure is reported once to each descriptor; the writer's next fsync must succeed, got %v", err)
+	}
+	late, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := late.Close(); err != nil {
+		t.Fatalf("a descriptor opened for writing after the failure was reported must not see it, got %v", err)
+	}
+	if err := idle.Close(); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("a descriptor open for writing when the failure happened must see it at close, got %v", err)
+	}
+	if err := writer.Close(); err != nil {
+		t.Fatalf("the writer's close after its fsync reported the failure: %v, want success", err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() > capacity {
+		t.Fatalf("the file holds %d bytes, more than the volume's %d", st.Size(), capacity)
+	}
+}
+
+// TestFsyncOfADirectorySucceeds: every name change is committed on a
+// quorum before it is answered, so fsync of a directory has nothing to
+// wait for and answers 0 (applications fsync the directory after a rename
+// to make it durable, and treat an error as a failed commit).
+func TestFsyncOfADirectorySucceeds(t *testing.T) {
+	c := startCluster(t, 16<<20)
+	for _, mode := range []struct {
+		name         string
+		singleWriter bool
+	}{{"single-writer", true}, {"shared", false}} {
+		t.Run(mode.name, func(t *testing.T) {
+			mnt := c.mount(t, cfuse.Options{SingleWriter: mode.singleWriter})
+			dir := filepath.Join(mnt, mode.name)
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "tmp"), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(filepath.Join(dir, "tmp"), filepath.Join(dir, "final")); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range []string{dir, mnt} {
+				f, err := os.Open(d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := f.Sync(); err != nil {
+					t.Errorf("fsync of directory %s: %v, want success", d, err)
+				}
+				if err := f.Close(); err != nil {
+					t.Errorf("close of directory %s: %v", d, err)
+				}
+			}
+		})
+	}
+}

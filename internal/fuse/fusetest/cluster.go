@@ -6,10 +6,12 @@ package fusetest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,6 +54,8 @@ type Cluster struct {
 	// CAFile and TokenFile hold the volume's trust material.
 	CAFile, TokenFile string
 	Endpoints         []client.Endpoint
+	// Status holds each replica host's status listener (host:port).
+	Status []string
 }
 
 // Start starts a three-replica volume of the given capacity with the
@@ -79,6 +83,9 @@ func StartWithTiming(t testing.TB, bin string, capacity uint64, timing replica.T
 		t.Fatal(err)
 	}
 	c.Endpoints = c.Config.Endpoints
+	for i := range 3 {
+		c.Status = append(c.Status, fmt.Sprintf("127.0.0.1:%d", status+i))
+	}
 	c.Config.RetryBudget = 60 * time.Second
 	c.Config.AttemptTimeout = 5 * time.Second
 	c.procs = make([]*exec.Cmd, 3)
@@ -214,6 +221,76 @@ func (c *Cluster) KillCoordinator(t testing.TB) int {
 	i := c.Coordinator(t)
 	c.Kill(i)
 	return i
+}
+
+// ReplicaStatus reads replica i's worker status from its host.
+func (c *Cluster) ReplicaStatus(i int) (host.Status, error) {
+	var st host.Status
+	resp, err := statusClient.Get(fmt.Sprintf("http://%s/v1/workers/vol/r%d", c.Status[i], i))
+	if err != nil {
+		return st, fmt.Errorf("status of r%d: %w", i, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return st, fmt.Errorf("status of r%d: HTTP %d: %s", i, resp.StatusCode, b)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return st, fmt.Errorf("status of r%d: %w", i, err)
+	}
+	return st, nil
+}
+
+var statusClient = &http.Client{Timeout: 5 * time.Second}
+
+// WaitCaughtUp waits until replica i (restarted) follows a coordinator
+// again and has applied everything the coordinator had committed when i
+// came back: from then on the volume keeps its quorum if another replica
+// dies.
+func (c *Cluster) WaitCaughtUp(t testing.TB, i int, timeout time.Duration) {
+	t.Helper()
+	var target uint64 // the coordinator's commit index once i runs
+	deadline := time.Now().Add(timeout)
+	for {
+		err := c.caughtUp(i, &target)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica r%d did not catch up within %s: %v", i, timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval of a deadline-bounded wait
+	}
+}
+
+// caughtUp reports why replica i has not caught up with *target yet,
+// sampling the coordinator's commit index into *target once i runs.
+func (c *Cluster) caughtUp(i int, target *uint64) error {
+	st, err := c.ReplicaStatus(i)
+	if err != nil {
+		return err
+	}
+	if st.State != replica.ReplicaStateRunning || st.RaftState != "Follower" {
+		return fmt.Errorf("r%d is %s/%s", i, st.State, st.RaftState)
+	}
+	for j := range c.procs {
+		if *target != 0 {
+			break
+		}
+		if j == i || c.procs[j] == nil {
+			continue
+		}
+		if lt, err := c.ReplicaStatus(j); err == nil && lt.RaftState == "Leader" {
+			*target = lt.CommitIndex
+		}
+	}
+	if *target == 0 {
+		return fmt.Errorf("no coordinator to compare r%d with", i)
+	}
+	if st.AppliedIndex < *target {
+		return fmt.Errorf("r%d applied %d of %d", i, st.AppliedIndex, *target)
+	}
+	return nil
 }
 
 // Logs returns the start of each replica host's log, for failure messages.

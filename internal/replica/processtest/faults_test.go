@@ -1,12 +1,14 @@
 package processtest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,6 +32,13 @@ func (c *cluster) leaderAmong(timeout time.Duration, replicas ...int) int {
 	return leader
 }
 
+// TestPartitionedCoordinatorStopsAcknowledgingAndNothingDiverges: the
+// coordinator is cut off from both followers and written to at once, while
+// it still holds its lease and reports Leader (a write sent only after it
+// stepped down would be refused by any replica and prove nothing). Each of
+// those writes is either not acknowledged, or acknowledged and then in the
+// file exactly once after the partition heals; the new coordinator's
+// writes are all there, and the three replicas converge.
 func TestPartitionedCoordinatorStopsAcknowledgingAndNothingDiverges(t *testing.T) {
 	c := startCluster(t, clusterOpts{proxied: true})
 	cl := c.client(c.clientConfig())
@@ -40,10 +49,41 @@ func TestPartitionedCoordinatorStopsAcknowledgingAndNothingDiverges(t *testing.T
 	pinnedCfg.Endpoints = []client.Endpoint{pinnedCfg.Endpoints[old]}
 	pinnedCfg.RetryBudget = 2 * time.Second
 	pinned := c.client(pinnedCfg)
+	// The pinned client's connection is made before the cut, so the first
+	// write leaves at once.
+	if _, err := pinned.StatFs(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 
+	const leaseWrites = 8 // records 900.. sent to the old coordinator during its lease
+	acked := make([]bool, leaseWrites)
+	var wg sync.WaitGroup
+	before, err := c.statusOf(old)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c.isolate(old, true)
-	// The lease is 150ms; allow a few leases for a loaded machine and the
-	// status poll. It cannot acknowledge anything meanwhile: no quorum.
+	for k := range leaseWrites {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, err := pinned.Append(context.Background(), ino, record(900+k))
+			acked[k] = err == nil
+		}()
+	}
+	// The writes reached it while it coordinated: only a leader appends
+	// entries to its own log, and cut off it receives none from anyone.
+	eventually(t, 3*time.Second, "the isolated coordinator appends the writes sent during its lease", func() error {
+		st, err := c.statusOf(old)
+		if err != nil {
+			return err
+		}
+		if st.LastIndex <= before.LastIndex {
+			return fmt.Errorf("last index %d, %d before the cut (now %s)", st.LastIndex, before.LastIndex, st.RaftState)
+		}
+		return nil
+	})
+	// Allow a few leases for a loaded machine and the status poll.
 	eventually(t, 3*time.Second, "the isolated coordinator steps down within a few leases", func() error {
 		st, err := c.statusOf(old)
 		if err != nil {
@@ -56,19 +96,44 @@ func TestPartitionedCoordinatorStopsAcknowledgingAndNothingDiverges(t *testing.T
 	})
 	others := slices.DeleteFunc([]int{0, 1, 2}, func(i int) bool { return i == old })
 	c.leaderAmong(10*time.Second, others...)
+	wg.Wait()
 	if _, _, err := pinned.Append(context.Background(), ino, record(999)); err == nil {
-		t.Fatalf("the isolated old coordinator acknowledged a write")
+		t.Fatalf("the isolated old coordinator acknowledged a write after it stepped down")
 	}
 	appendRecords(t, cl, ino, 50, 80) // served by the new coordinator
 
 	c.isolate(old, false)
 	c.converged(30*time.Second, 0, 1, 2)
 	got := readAll(t, cl, ino)
-	want := 80 * len(record(0))
-	if len(got) != want && len(got) != want+len(record(999)) {
-		t.Fatalf("after healing the file holds %d bytes, want the 80 acknowledged records (%d bytes)", len(got), want)
+	expectPrefix(t, got, 50)
+	count := map[string]int{}
+	for _, line := range bytes.SplitAfter(got, []byte("\n")) {
+		if len(line) > 0 {
+			count[string(line)]++
+		}
 	}
-	expectPrefix(t, got, 80)
+	for k := 50; k < 80; k++ {
+		if count[string(record(k))] != 1 {
+			t.Errorf("record %d acknowledged by the new coordinator is in the file %d times, want once", k, count[string(record(k))])
+		}
+	}
+	n := 0
+	for k, ok := range acked {
+		if !ok {
+			continue
+		}
+		n++
+		if count[string(record(900+k))] != 1 {
+			t.Errorf("record %d acknowledged by the partitioned coordinator during its lease is in the file %d times, want once",
+				900+k, count[string(record(900+k))])
+		}
+	}
+	for line, times := range count {
+		if times > 1 {
+			t.Errorf("%q is in the file %d times", line, times)
+		}
+	}
+	t.Logf("%d of %d writes sent during the lease were acknowledged; the file holds %d records", n, leaseWrites, len(count))
 }
 
 func expectPrefix(t *testing.T, got []byte, n int) {
