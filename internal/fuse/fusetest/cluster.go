@@ -10,6 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,6 +53,8 @@ type Cluster struct {
 	// CAFile and TokenFile hold the volume's trust material.
 	CAFile, TokenFile string
 	Endpoints         []client.Endpoint
+	// Status holds each replica host's status and admin listener.
+	Status []string
 }
 
 // Start starts a three-replica volume of the given capacity with the
@@ -74,6 +77,9 @@ func StartWithTiming(t testing.TB, bin string, capacity uint64, timing replica.T
 	}
 	c := &Cluster{t: t, bin: bin, Dir: dir, Files: g.HostFiles,
 		CAFile: filepath.Join(dir, "ca.crt"), TokenFile: filepath.Join(dir, "token")}
+	for i := range 3 {
+		c.Status = append(c.Status, fmt.Sprintf("127.0.0.1:%d", status+i))
+	}
 	c.Config, err = client.LoadFile(g.ClientFile)
 	if err != nil {
 		t.Fatal(err)
@@ -229,6 +235,37 @@ func (c *Cluster) Logs() string {
 		fmt.Fprintf(&b, "--- r%d ---\n%s\n", i, data)
 	}
 	return b.String()
+}
+
+// Checkpoint makes replica i take a checkpoint now, through its host's
+// admin API.
+func (c *Cluster) Checkpoint(t testing.TB, i int) {
+	t.Helper()
+	url := fmt.Sprintf("http://%s/v1/workers/vol/r%d/checkpoint", c.Status[i], i)
+	resp, err := http.Post(url, "application/json", nil)
+	if err != nil {
+		t.Fatalf("checkpoint r%d: %v", i, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		t.Fatalf("checkpoint r%d: %s %s", i, resp.Status, body)
+	}
+}
+
+// Metrics returns replica host i's Prometheus exposition.
+func (c *Cluster) Metrics(t testing.TB, i int) string {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://%s/metrics", c.Status[i]))
+	if err != nil {
+		t.Fatalf("metrics of r%d: %v", i, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("metrics of r%d: %v", i, err)
+	}
+	return string(body)
 }
 
 // WaitFor polls cond until it holds or the deadline passes.

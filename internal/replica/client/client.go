@@ -33,6 +33,10 @@ type Config struct {
 	Token        string
 	// ClientID seeds the exactly-once session; 0 picks a random one.
 	ClientID uint64
+	// FencingEpoch continues a fencing epoch OpenFence returned to an
+	// earlier client of the same mount session; 0: unfenced until
+	// OpenFence.
+	FencingEpoch uint64
 	// AttemptTimeout bounds one try at one worker (default 10s).
 	AttemptTimeout time.Duration
 	// RetryBudget bounds all tries of one operation (default 30s).
@@ -109,6 +113,7 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 		freed:  make(chan struct{}),
 		fenced: make(chan struct{}),
 	}
+	c.epoch = full.FencingEpoch
 	c.session = full.ClientID
 	if c.session == 0 {
 		c.session = randomID()
