@@ -106,9 +106,9 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
-		cfg:   full,
-		log:   full.Logger.With("volume", full.Volume),
-		conns: map[string]*conn{},
+		cfg:    full,
+		log:    full.Logger.With("volume", full.Volume),
+		conns:  map[string]*conn{},
 		open:   map[uint64]struct{}{},
 		freed:  make(chan struct{}),
 		fenced: make(chan struct{}),
