@@ -139,6 +139,14 @@ func (f *filesystem) fsOptions() *fs.Options {
 // Target is the mount point.
 func (m *Mount) Target() string { return m.target }
 
+// FencingEpoch is the epoch this mount opened (0: it fences nothing, see
+// fence.go).
+func (m *Mount) FencingEpoch() uint64 { return m.fsys.cl.Epoch() }
+
+// Fenced is closed once a newer single-writer mount of the volume fenced
+// this one: from then on every request answers EIO.
+func (m *Mount) Fenced() <-chan struct{} { return m.fsys.cl.Fenced() }
+
 // Done is closed when the kernel connection ended (unmounted or aborted).
 func (m *Mount) Done() <-chan struct{} { return m.done }
 
