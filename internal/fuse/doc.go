@@ -15,7 +15,10 @@
 //   - write batching: concurrent writes are committed together in one engine
 //     entry through WriteBatch (batch.go);
 //   - cache settings: single-writer volumes let the kernel cache attributes,
-//     entries and pages; shared volumes revalidate every time (options.go).
+//     entries and pages; shared volumes revalidate every time (options.go);
+//   - fencing: a writable single-writer mount opens a fencing epoch before it
+//     serves, and once a newer mount fences it, answers EIO to every request
+//     and drops the kernel's caches (fence.go).
 //
 // Semantics (docs/fuse.md): a write returns only once the engine committed it
 // on a quorum, so fsync and close never wait for anything; a mutation whose
