@@ -16,7 +16,10 @@
 //     entry through WriteBatch (batch.go), and write-behind with per-handle
 //     error reporting on single-writer volumes (writeback.go);
 //   - cache settings: single-writer volumes let the kernel cache attributes,
-//     entries and pages; shared volumes revalidate every time (options.go).
+//     entries and pages; shared volumes revalidate every time (options.go);
+//   - fencing: a writable single-writer mount opens a fencing epoch before it
+//     serves, and once a newer mount fences it, answers EIO to every request
+//     and drops the kernel's caches (fence.go).
 //
 // Semantics (docs/fuse.md): on a shared volume a write returns only once the
 // engine committed it on a quorum; on a single-writer volume it is queued

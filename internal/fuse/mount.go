@@ -37,6 +37,14 @@ func MountVolume(ctx context.Context, target string, cl *client.Client, o Option
 	}
 	fsys := &filesystem{cl: cl, opt: opt, log: opt.Logger.With("volume", opt.Volume, "target", target)}
 	fsys.orphans = newOrphans(cl, opt.OwnerKey)
+	// A writable single-writer mount fences every older one before it
+	// reads or changes anything (fence.go).
+	var fc *fence
+	if opt.fenced() {
+		if fc, err = openFence(ctx, cl, fsys.log); err != nil {
+			return nil, fmt.Errorf("volume %s: %w", opt.Volume, err)
+		}
+	}
 	// The root must answer before the kernel is involved: a volume without
 	// a quorum fails the mount instead of hanging the first stat.
 	root, err := cl.GetAttr(ctx, client.RootIno)
@@ -58,7 +66,7 @@ func MountVolume(ctx context.Context, target string, cl *client.Client, o Option
 	rootNode := &node{fsys: fsys}
 	rootNode.remember(root)
 	fsys.orphans.rootChanged = rootNode.dirChanged
-	srv, err := fs.Mount(target, rootNode, fsys.fsOptions())
+	srv, err := serve(target, rootNode, fsys.fsOptions(), fc)
 	if err != nil {
 		fsys.batch.close()
 		return nil, fmt.Errorf("mount volume %s at %s: %w", opt.Volume, target, err)
@@ -68,8 +76,32 @@ func MountVolume(ctx context.Context, target string, cl *client.Client, o Option
 		srv.Wait()
 		m.finish()
 	}()
-	fsys.log.Info("volume mounted", "singleWriter", opt.SingleWriter, "readOnly", opt.ReadOnly)
+	if fc != nil {
+		fc.root = rootNode.EmbeddedInode()
+		go fc.watch(m.done)
+	}
+	fsys.log.Info("volume mounted", "singleWriter", opt.SingleWriter, "readOnly", opt.ReadOnly,
+		"fencingEpoch", cl.Epoch())
 	return m, nil
+}
+
+// serve is fs.Mount with the fencing gate between the kernel and the node
+// tree (fc nil: no gate).
+func serve(target string, root fs.InodeEmbedder, o *fs.Options, fc *fence) (*fuse.Server, error) {
+	var raw fuse.RawFileSystem = fs.NewNodeFS(root, o)
+	if fc != nil {
+		raw = &fenceGate{RawFileSystem: raw, f: fc}
+	}
+	srv, err := fuse.NewServer(raw, target, &o.MountOptions)
+	if err != nil {
+		return nil, err
+	}
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
+		// As fs.Mount: a mount that did not succeed ends its serve loop.
+		return nil, err
+	}
+	return srv, nil
 }
 
 func (f *filesystem) fsOptions() *fs.Options {
@@ -106,6 +138,14 @@ func (f *filesystem) fsOptions() *fs.Options {
 
 // Target is the mount point.
 func (m *Mount) Target() string { return m.target }
+
+// FencingEpoch is the epoch this mount opened (0: it fences nothing, see
+// fence.go).
+func (m *Mount) FencingEpoch() uint64 { return m.fsys.cl.Epoch() }
+
+// Fenced is closed once a newer single-writer mount of the volume fenced
+// this one: from then on every request answers EIO.
+func (m *Mount) Fenced() <-chan struct{} { return m.fsys.cl.Fenced() }
 
 // Done is closed when the kernel connection ended (unmounted or aborted).
 func (m *Mount) Done() <-chan struct{} { return m.done }

@@ -106,6 +106,12 @@ func (o *Options) writeBehind() bool {
 	return o.SingleWriter && !o.ReadOnly && o.WritebackBytes >= 0
 }
 
+// fenced reports whether the mount opens a fencing epoch: a writable
+// single-writer mount, the only kind that caches on the strength of being
+// the volume's only writer and writes. Multi-writer and read-only mounts
+// never fence another mount.
+func (o *Options) fenced() bool { return o.SingleWriter && !o.ReadOnly }
+
 func (o *Options) ttl() time.Duration {
 	if o.SingleWriter {
 		return singleWriterTTL

@@ -223,7 +223,7 @@ func (o *Owner) Mount(req api.MountRequest) (api.Session, error) {
 		o.put(req.VolumeID, nil)
 		return api.Session{}, err
 	}
-	rec.State, rec.UpdatedAt = api.StateMounted, time.Now().UTC()
+	rec.State, rec.FencingEpoch, rec.UpdatedAt = api.StateMounted, m.FencingEpoch(), time.Now().UTC()
 	if err := o.recs.write(rec); err != nil {
 		log.Error("session record could not be updated; the mount serves", "error", err)
 	}
@@ -292,7 +292,12 @@ func volumeError(volume string, err error) error {
 // watch marks a session Lost when its mount ends without Unmount (someone
 // unmounted the target behind the owner's back, or the kernel aborted it).
 func (o *Owner) watch(volume string, s *session) {
-	<-s.mount.Done()
+	select {
+	case <-s.mount.Done():
+	case <-s.mount.Fenced():
+		o.fenced(volume, s)
+		<-s.mount.Done()
+	}
 	l := o.volumeLock(volume)
 	l.Lock()
 	defer l.Unlock()
@@ -305,6 +310,29 @@ func (o *Owner) watch(volume string, s *session) {
 		o.log.Error("session record could not be updated", "volume", volume, "error", err)
 	}
 	o.log.Warn("mount ended outside the owner", "volume", volume, "target", s.rec.Target)
+}
+
+// fenced records that a newer single-writer mount elsewhere fenced this
+// one. The session stays Mounted (the target is still a mount point, to be
+// unmounted as usual); its reason says why every request answers EIO.
+func (o *Owner) fenced(volume string, s *session) {
+	l := o.volumeLock(volume)
+	l.Lock()
+	defer l.Unlock()
+	if o.get(volume) != s {
+		return
+	}
+	o.mu.Lock() // List reads records under o.mu
+	s.rec.Reason = fmt.Sprintf("Fenced: a newer single-writer mount of the volume took over from epoch %d; every request answers EIO",
+		s.rec.FencingEpoch)
+	s.rec.UpdatedAt = time.Now().UTC()
+	rec := s.rec
+	o.mu.Unlock()
+	if err := o.recs.write(rec); err != nil {
+		o.log.Error("session record could not be updated", "volume", volume, "error", err)
+	}
+	o.log.Warn("mount fenced by a newer single-writer mount", "volume", volume, "target", s.rec.Target,
+		"epoch", s.rec.FencingEpoch)
 }
 
 // Unmount unmounts and forgets a session named by volume or target.

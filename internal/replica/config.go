@@ -70,7 +70,19 @@ type Observer interface {
 	CommitLatency(volume, replica string, d time.Duration)
 	Checkpoint(volume, replica string, bytes int64)
 	Restore(volume, replica string, d time.Duration)
+	// Fenced counts a call refused because a newer single-writer mount
+	// fenced its session; kind is "mutation" or "read".
+	Fenced(volume, replica string, kind FencedKind)
 }
+
+// FencedKind says which path refused a fenced call.
+type FencedKind string
+
+// Paths that refuse fenced calls.
+const (
+	FencedMutation FencedKind = "mutation"
+	FencedRead     FencedKind = "read"
+)
 
 // Config configures one worker.
 type Config struct {

@@ -86,7 +86,21 @@ func (w *Worker) propose(ops []wire.Op) wire.Reply {
 	if !ok {
 		return wire.Reply{Status: wire.StatusBadRequest, Message: fmt.Sprintf("entry rejected: %v", fut.Response())}
 	}
-	return replyFor(results)
+	rep := replyFor(results)
+	if rep.Status == wire.StatusFenced {
+		return w.fenced(FencedMutation, ops[0].Epoch)
+	}
+	return rep
+}
+
+// fenced reports a call refused for its superseded fencing epoch.
+func (w *Worker) fenced(kind FencedKind, epoch uint64) wire.Reply {
+	w.log.Warn("refused a call of a fenced single-writer mount session", "path", kind, "epoch", epoch,
+		"fence", w.fsm.FenceEpoch())
+	if w.cfg.Observer != nil {
+		w.cfg.Observer.Fenced(w.cfg.Volume, w.cfg.Replica, kind)
+	}
+	return fencedReply()
 }
 
 // replyFor turns the worker-internal errnos into a call status.
@@ -100,9 +114,16 @@ func replyFor(results []wire.Result) wire.Reply {
 			return wire.Reply{Status: wire.StatusBadRequest, Message: "sequence below the session's acknowledged floor"}
 		case wire.ErrnoWindowFull:
 			return wire.Reply{Status: wire.StatusBadRequest, Message: "too many unacknowledged operations in the session"}
+		case wire.ErrnoFenced:
+			return fencedReply()
 		}
 	}
 	return wire.Reply{Status: wire.StatusOK, Results: results}
+}
+
+func fencedReply() wire.Reply {
+	return wire.Reply{Status: wire.StatusFenced,
+		Message: "fencing epoch superseded by a newer single-writer mount of the volume; nothing applied or read"}
 }
 
 func validateMutations(ops []wire.Op) error {
@@ -135,6 +156,12 @@ func (w *Worker) query(ctx context.Context, op *wire.Op) wire.Reply {
 		if err := w.fsm.WaitApplied(ctx, seen); err != nil {
 			return wire.Reply{Status: wire.StatusUnavailable, Message: err.Error()}
 		}
+	}
+	// Fencing is part of the read's authority: with everything committed
+	// before the read applied, a newer single-writer session's epoch is
+	// visible here.
+	if w.fsm.Fenced(op.Epoch) {
+		return w.fenced(FencedRead, op.Epoch)
 	}
 	r := w.fsm.Query(op)
 	if r.Errno == uint32(syscall.EIO) && w.fsm.Failed() != nil {

@@ -56,6 +56,9 @@ type Cluster struct {
 	Endpoints         []client.Endpoint
 	// Status holds each replica host's status listener (host:port).
 	Status []string
+	// Admin holds each replica host's admin API unix socket (mutations such
+	// as Checkpoint are served only there).
+	Admin []string
 }
 
 // Start starts a three-replica volume of the given capacity with the
@@ -88,6 +91,16 @@ func StartWithTiming(t testing.TB, bin string, capacity uint64, timing replica.T
 	}
 	c.Config.RetryBudget = 60 * time.Second
 	c.Config.AttemptTimeout = 5 * time.Second
+	// A unix socket path is limited to 107 bytes: keep the admin sockets
+	// under a short directory of their own rather than the test's.
+	sockDir, err := os.MkdirTemp("", "fa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	for i := range 3 {
+		c.Admin = append(c.Admin, filepath.Join(sockDir, fmt.Sprintf("r%d.sock", i)))
+	}
 	c.procs = make([]*exec.Cmd, 3)
 	c.exited = make([]chan struct{}, 3)
 	t.Cleanup(func() {
@@ -132,7 +145,7 @@ func (c *Cluster) Restart(i int) {
 	if c.procs[i] != nil {
 		return
 	}
-	cmd := exec.Command(c.bin, "-config", c.Files[i], "-log-level", "warn")
+	cmd := exec.Command(c.bin, "-config", c.Files[i], "-log-level", "warn", "-admin-socket", c.Admin[i])
 	logf, err := os.OpenFile(filepath.Join(c.Dir, fmt.Sprintf("host-r%d.log", i)), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		c.t.Fatal(err)
@@ -306,6 +319,41 @@ func (c *Cluster) Logs() string {
 		fmt.Fprintf(&b, "--- r%d ---\n%s\n", i, data)
 	}
 	return b.String()
+}
+
+// Checkpoint makes replica i take a checkpoint now, through its host's
+// admin API.
+func (c *Cluster) Checkpoint(t testing.TB, i int) {
+	t.Helper()
+	sock := c.Admin[i]
+	admin := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}}}
+	resp, err := admin.Post(fmt.Sprintf("http://r%d/v1/workers/vol/r%d/checkpoint", i, i), "application/json", nil)
+	if err != nil {
+		t.Fatalf("checkpoint r%d: %v", i, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		t.Fatalf("checkpoint r%d: %s %s", i, resp.Status, body)
+	}
+}
+
+// Metrics returns replica host i's Prometheus exposition.
+func (c *Cluster) Metrics(t testing.TB, i int) string {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://%s/metrics", c.Status[i]))
+	if err != nil {
+		t.Fatalf("metrics of r%d: %v", i, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("metrics of r%d: %v", i, err)
+	}
+	return string(body)
 }
 
 // WaitFor polls cond until it holds or the deadline passes.

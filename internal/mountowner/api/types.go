@@ -89,8 +89,11 @@ type Session struct {
 	CapacityBytes uint64     `json:"capacityBytes"`
 	SingleWriter  bool       `json:"singleWriter"`
 	ReadOnly      bool       `json:"readOnly"`
-	OwnerPID      int        `json:"ownerPID"`
-	UpdatedAt     time.Time  `json:"updatedAt"`
+	// FencingEpoch is the epoch a writable single-writer mount opened
+	// (docs/fuse.md, "Fencing"); 0 for mounts that fence nothing.
+	FencingEpoch uint64    `json:"fencingEpoch,omitempty"`
+	OwnerPID     int       `json:"ownerPID"`
+	UpdatedAt    time.Time `json:"updatedAt"`
 }
 
 // ListResponse is the answer of GET /v1/sessions.

@@ -33,6 +33,10 @@ type Config struct {
 	Token        string
 	// ClientID seeds the exactly-once session; 0 picks a random one.
 	ClientID uint64
+	// FencingEpoch continues a fencing epoch OpenFence returned to an
+	// earlier client of the same mount session; 0: unfenced until
+	// OpenFence.
+	FencingEpoch uint64
 	// AttemptTimeout bounds one try at one worker (default 10s).
 	AttemptTimeout time.Duration
 	// RetryBudget bounds all tries of one operation (default 30s).
@@ -89,6 +93,10 @@ type Client struct {
 	nextSeq uint64
 	open    map[uint64]struct{} // sequences not yet answered
 	freed   chan struct{}       // closed when sequences are answered
+	epoch   uint64              // fencing epoch every call carries (fence.go)
+
+	fenced    chan struct{} // closed at the first fenced refusal
+	fenceOnce sync.Once
 }
 
 // Dial connects to the volume and registers an exactly-once session.
@@ -98,12 +106,14 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
-		cfg:   full,
-		log:   full.Logger.With("volume", full.Volume),
-		conns: map[string]*conn{},
-		open:  map[uint64]struct{}{},
-		freed: make(chan struct{}),
+		cfg:    full,
+		log:    full.Logger.With("volume", full.Volume),
+		conns:  map[string]*conn{},
+		open:   map[uint64]struct{}{},
+		freed:  make(chan struct{}),
+		fenced: make(chan struct{}),
 	}
+	c.epoch = full.FencingEpoch
 	c.session = full.ClientID
 	if c.session == 0 {
 		c.session = randomID()
@@ -174,6 +184,7 @@ func (c *Client) stamp(ctx context.Context, ops []wire.Op) error {
 				ops[i].Session = c.session
 				ops[i].Seq = c.nextSeq
 				ops[i].Acked = low
+				ops[i].Epoch = c.epoch
 				c.open[c.nextSeq] = struct{}{}
 			}
 			c.mu.Unlock()
@@ -239,6 +250,7 @@ func (c *Client) renewSession(ctx context.Context, old uint64) error {
 }
 
 func (c *Client) query(ctx context.Context, op wire.Op) (wire.Result, error) {
+	op.Epoch = c.Epoch()
 	res, err := c.attempts(ctx, []wire.Op{op}, false)
 	if err != nil {
 		return wire.Result{}, err
@@ -254,6 +266,14 @@ func (c *Client) attempts(ctx context.Context, ops []wire.Op, mutation bool) ([]
 	backoff := 10 * time.Millisecond
 	var last error
 	for {
+		if c.isFenced() {
+			err := c.markFenced("an earlier call was refused")
+			if mutation && maybeSent {
+				// An earlier send may have committed before the fence.
+				err = fmt.Errorf("%w: %w", ErrUncertain, err)
+			}
+			return nil, err
+		}
 		if last != nil && time.Now().After(deadline) {
 			return nil, c.giveUp(mutation, maybeSent, last)
 		}
@@ -334,6 +354,9 @@ func (c *Client) outcome(rep wire.Reply, ops []wire.Op, mutation bool, earlier b
 		return nil, false, errSessionGone
 	case wire.StatusUnauthorized:
 		return nil, false, fmt.Errorf("%w: %s", ErrUnauthorized, rep.Message)
+	case wire.StatusFenced:
+		// Final: the epoch never comes back. Nothing of this call applied.
+		return nil, false, c.markFenced(rep.Message)
 	default:
 		return nil, false, fmt.Errorf("%w: %s: %s", ErrProtocol, rep.Status, rep.Message)
 	}

@@ -26,13 +26,16 @@
 //	Readlink(ctx, ino) (string, error)
 //	GetXattr / SetXattr / ListXattr / RemoveXattr
 //	StatFs(ctx) (StatFs, error)
+//	OpenFence(ctx) (epoch, error) // single-writer mounts: fence every older one
 //
 // Errors. A file system error is a syscall.Errno (ENOENT, EEXIST, ENOSPC,
 // ...), which go-fuse's fs.ToErrno passes through. Protocol outcomes are
 // sentinel errors: ErrUncertain (a mutation may or may not have been applied:
 // the mount owner reports EIO, documented as an uncertain result),
 // ErrUnavailable (no coordinator with a quorum within the retry budget;
-// nothing was applied), ErrUnauthorized, ErrClosed. ToErrno maps any error to
+// nothing was applied), ErrFenced (a newer single-writer mount opened a newer
+// fencing epoch: nothing applied or read, never retried), ErrUnauthorized,
+// ErrClosed. ToErrno maps any error to
 // the errno the kernel should see.
 //
 // Exactly-once. Every mutation carries (client ID, sequence). A retry after a

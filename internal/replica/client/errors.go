@@ -21,6 +21,10 @@ var (
 	ErrClosed = errors.New("client closed")
 	// ErrProtocol: the worker rejected a request as malformed.
 	ErrProtocol = errors.New("protocol error")
+	// ErrFenced: a newer single-writer mount of the volume opened a newer
+	// fencing epoch; this client's calls are refused (nothing applied or
+	// read) and will be for good.
+	ErrFenced = errors.New("fenced by a newer single-writer mount of the volume")
 )
 
 // ToErrno maps an error from this package to the errno a FUSE reply carries.
@@ -38,7 +42,7 @@ func ToErrno(err error) syscall.Errno {
 		return syscall.EACCES
 	case errors.Is(err, ErrProtocol):
 		return syscall.EINVAL
-	default: // ErrUncertain, ErrUnavailable, ErrClosed, deadlines
+	default: // ErrFenced, ErrUncertain, ErrUnavailable, ErrClosed, deadlines
 		return syscall.EIO
 	}
 }

@@ -17,6 +17,7 @@ func TestToErrnoMapsOutcomesToWhatTheKernelSees(t *testing.T) {
 		{fmt.Errorf("wrapped: %w", syscall.EEXIST), syscall.EEXIST},
 		{fmt.Errorf("%w (last error: x)", ErrUncertain), syscall.EIO},
 		{ErrUnavailable, syscall.EIO},
+		{fmt.Errorf("%w (epoch 1): superseded", ErrFenced), syscall.EIO},
 		{ErrUnauthorized, syscall.EACCES},
 		{ErrProtocol, syscall.EINVAL},
 		{context.Canceled, syscall.EINTR},

@@ -9,9 +9,9 @@ import (
 )
 
 // Digest returns the applied index and a hash of the whole replicated state
-// at that index: namespace, attributes, xattrs, file contents and the
-// exactly-once table. Replicas at the same applied index must have equal
-// digests; a difference is divergence.
+// at that index: namespace, attributes, xattrs, file contents, the fencing
+// epoch and the exactly-once table. Replicas at the same applied index must
+// have equal digests; a difference is divergence.
 func (f *FSM) Digest() (uint64, string, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -20,6 +20,7 @@ func (f *FSM) Digest() (uint64, string, error) {
 	b := func(p []byte) { u(uint64(len(p))); h.Write(p) }
 	u(f.st.NextIno)
 	u(f.st.Used)
+	u(f.st.Fence)
 	inos := make([]uint64, 0, len(f.st.Inodes))
 	for ino := range f.st.Inodes {
 		inos = append(inos, ino)

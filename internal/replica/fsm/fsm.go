@@ -229,7 +229,10 @@ func (f *FSM) applyOnce(index uint64, now int64, op *wire.Op) wire.Result {
 		s.Floor = acked
 	}
 	if r, ok := s.Results[op.Seq]; ok {
-		return r
+		return r // applied before any fence that followed: its result stands
+	}
+	if f.st.superseded(op.Epoch) {
+		return wire.Result{Errno: wire.ErrnoFenced}
 	}
 	if len(s.Results) >= f.opt.Limits.MaxWindow {
 		return wire.Result{Errno: wire.ErrnoWindowFull}
@@ -286,6 +289,8 @@ func (f *FSM) mutate(op *wire.Op) wire.Result {
 		return f.removexattr(op)
 	case wire.KindRelease:
 		return f.release(op)
+	case wire.KindFence:
+		return f.openFence()
 	default:
 		return errno(syscall.EINVAL)
 	}

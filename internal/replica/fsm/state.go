@@ -33,6 +33,9 @@ type state struct {
 	Inodes   map[uint64]*inode
 	Sessions map[uint64]*session
 	Applied  uint64
+	// Fence is the newest fencing epoch issued (fence.go); operations of
+	// older epochs are refused.
+	Fence uint64
 }
 
 func newState(now int64) *state {

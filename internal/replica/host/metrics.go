@@ -7,6 +7,8 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/cellfleet/cellfleet/internal/replica"
 )
 
 // metrics is the host's Prometheus registry. Per-worker gauges are read at
@@ -17,6 +19,7 @@ type metrics struct {
 	latency       *prometheus.HistogramVec
 	ckptSize      *prometheus.GaugeVec
 	restore       *prometheus.HistogramVec
+	fenced        *prometheus.CounterVec
 	workerRejects atomic.Int64
 
 	rejects, raftState, applied, commit, lag, workers, inUse, limit, waiting *prometheus.Desc
@@ -33,6 +36,9 @@ func newMetrics(h *Host) *metrics {
 		Help: "Size of the last checkpoint this replica captured."}, wl)
 	m.restore = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "cellfleet_replica_checkpoint_restore_seconds",
 		Help: "Duration of installing a checkpoint.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}, wl)
+	m.fenced = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cellfleet_replica_fenced_calls_total",
+		Help: "Calls refused because a newer single-writer mount fenced the caller's session, by path (mutation, read)."},
+		[]string{"volume", "replica", "path"})
 	m.rejects = prometheus.NewDesc("cellfleet_host_admission_rejected_total",
 		"Requests answered pending or unavailable because a host bound was reached.", []string{"bound"}, nil)
 	m.raftState = prometheus.NewDesc("cellfleet_replica_raft_state", "1 for the replica's current Raft state.", []string{"volume", "replica", "state"}, nil)
@@ -48,7 +54,7 @@ func newMetrics(h *Host) *metrics {
 	m.inUse = prometheus.NewDesc("cellfleet_host_admission_in_use", "Slots in use per host bound.", []string{"bound"}, nil)
 	m.limit = prometheus.NewDesc("cellfleet_host_admission_limit", "Configured limit per host bound.", []string{"bound"}, nil)
 	m.waiting = prometheus.NewDesc("cellfleet_host_admission_waiting", "Requests queued for a slot per host bound.", []string{"bound"}, nil)
-	m.reg.MustRegister(m.latency, m.ckptSize, m.restore, m,
+	m.reg.MustRegister(m.latency, m.ckptSize, m.restore, m.fenced, m,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -59,6 +65,9 @@ func (m *metrics) CommitLatency(v, r string, d time.Duration) {
 func (m *metrics) Checkpoint(v, r string, n int64) { m.ckptSize.WithLabelValues(v, r).Set(float64(n)) }
 func (m *metrics) Restore(v, r string, d time.Duration) {
 	m.restore.WithLabelValues(v, r).Observe(d.Seconds())
+}
+func (m *metrics) Fenced(v, r string, kind replica.FencedKind) {
+	m.fenced.WithLabelValues(v, r, string(kind)).Inc()
 }
 func (m *metrics) rejected(b Bound) {
 	if b == BoundWorkers {

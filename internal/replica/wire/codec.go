@@ -165,9 +165,14 @@ func (e *encoder) op(o *Op) {
 	e.bytes(o.Data)
 	e.u(o.NewIno)
 	e.i(o.Time)
+	e.u(o.Epoch)
 }
 
-func (d *decoder) op(o *Op) {
+func (d *decoder) op(o *Op) { d.opVersion(o, entryVersion) }
+
+// opVersion decodes an operation as entry version v encoded it: version 1
+// predates fencing and carries no epoch.
+func (d *decoder) opVersion(o *Op, v uint8) {
 	o.Kind = Kind(d.byte1("kind"))
 	if d.err == nil && !o.Kind.Valid() {
 		d.err = fmt.Errorf("%w: unknown operation %d", ErrMalformed, uint8(o.Kind))
@@ -193,6 +198,9 @@ func (d *decoder) op(o *Op) {
 	o.Data = d.bytes("data", MaxData)
 	o.NewIno = d.u("newino")
 	o.Time = d.i("time")
+	if v >= entryVersionFence {
+		o.Epoch = d.u("epoch")
+	}
 }
 
 func (e *encoder) attr(a *Attr) {
@@ -277,20 +285,26 @@ func EncodeEntry(en *Entry) []byte {
 	return e.b
 }
 
-const entryVersion = 1
+// Entry versions. Version 2 adds each operation's fencing epoch; entries of
+// version 1, written before fencing existed, still decode (epoch 0).
+const (
+	entryVersionFence = 2
+	entryVersion      = entryVersionFence
+)
 
 // DecodeEntry decodes a log entry.
 func DecodeEntry(b []byte) (Entry, error) {
 	d := &decoder{b: b}
 	var en Entry
-	if v := d.byte1("version"); d.err == nil && v != entryVersion {
+	v := d.byte1("version")
+	if d.err == nil && (v < 1 || v > entryVersion) {
 		return en, fmt.Errorf("%w: entry version %d", ErrMalformed, v)
 	}
 	en.Time = d.i("time")
 	if n := d.count("ops", MaxOps); n > 0 {
 		en.Ops = make([]Op, n)
 		for i := range en.Ops {
-			d.op(&en.Ops[i])
+			d.opVersion(&en.Ops[i], v)
 		}
 	}
 	return en, d.end()

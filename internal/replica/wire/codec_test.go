@@ -9,7 +9,7 @@ import (
 
 func sampleCall() *Call {
 	return &Call{ID: 9, Ops: []Op{
-		{Kind: KindWrite, Session: 3, Seq: 4, Acked: 2, Ino: 12, Offset: 4096, Data: []byte("hello")},
+		{Kind: KindWrite, Session: 3, Seq: 4, Acked: 2, Ino: 12, Offset: 4096, Data: []byte("hello"), Epoch: 2},
 		{Kind: KindRename, Session: 3, Seq: 5, Ino: 1, Name: "a", Ino2: 7, Name2: "b", Flags: RenameExchange},
 	}}
 }
@@ -37,6 +37,26 @@ func TestReplyAndEntryRoundTrip(t *testing.T) {
 	back, err := DecodeEntry(EncodeEntry(en))
 	if err != nil || !reflect.DeepEqual(*en, back) {
 		t.Fatalf("entry round trip: %v", err)
+	}
+}
+
+func TestEntryWrittenBeforeFencingDecodesWithEpochZero(t *testing.T) {
+	op := Op{Kind: KindWrite, Session: 3, Seq: 4, Ino: 12, Data: []byte("hello")}
+	v2 := EncodeEntry(&Entry{Time: 77, Ops: []Op{op}})
+	if v2[0] != 2 || v2[len(v2)-1] != 0 {
+		t.Fatalf("a version 2 entry of one unfenced op starts %d and ends %d, want 2 and a zero epoch", v2[0], v2[len(v2)-1])
+	}
+	// Version 1 is the same encoding without the trailing epoch.
+	v1 := append([]byte{1}, v2[1:len(v2)-1]...)
+	back, err := DecodeEntry(v1)
+	if err != nil {
+		t.Fatalf("a version 1 journal entry no longer decodes: %v", err)
+	}
+	if !reflect.DeepEqual(back.Ops, []Op{op}) {
+		t.Fatalf("version 1 entry decoded as %+v", back.Ops)
+	}
+	if _, err := DecodeEntry(append([]byte{3}, v2[1:]...)); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("an entry of an unknown version decoded: %v", err)
 	}
 }
 

@@ -42,11 +42,14 @@ const (
 	StatusUnauthorized
 	// StatusBadRequest: the call is malformed or exceeds a limit.
 	StatusBadRequest
+	// StatusFenced: the call's fencing epoch was superseded by a newer
+	// single-writer mount of the volume. Nothing was applied or read.
+	StatusFenced
 	statusEnd
 )
 
 var statusNames = [...]string{"ok", "not coordinator", "uncertain", "unavailable",
-	"session expired", "unauthorized", "bad request"}
+	"session expired", "unauthorized", "bad request", "fenced"}
 
 func (s Status) String() string {
 	if s < statusEnd {

@@ -37,12 +37,13 @@ const (
 	KindListxattr
 	KindStatfs
 	KindRelease
+	KindFence
 	kindEnd
 )
 
 var kindNames = [...]string{"invalid", "register", "create", "mkdir", "mknod", "symlink", "link",
 	"unlink", "rmdir", "rename", "write", "truncate", "fallocate", "setattr", "setxattr",
-	"removexattr", "lookup", "getattr", "read", "readdir", "readlink", "getxattr", "listxattr", "statfs", "release"}
+	"removexattr", "lookup", "getattr", "read", "readdir", "readlink", "getxattr", "listxattr", "statfs", "release", "fence"}
 
 func (k Kind) String() string {
 	if k < kindEnd {
@@ -56,7 +57,7 @@ func (k Kind) Valid() bool { return k > KindInvalid && k < kindEnd }
 
 // Mutates reports whether k changes state and so goes through the journal.
 func (k Kind) Mutates() bool {
-	return k >= KindRegister && k <= KindRemovexattr || k == KindRelease
+	return k >= KindRegister && k <= KindRemovexattr || k == KindRelease || k == KindFence
 }
 
 // Rename flags (Linux renameat2).
@@ -125,11 +126,18 @@ const RootIno uint64 = 1
 //	Readdir               Ino, Offset=first entry index, Size=max entries
 //	Getxattr/Listxattr    Ino, Name (getxattr)
 //	Release               Ino (frees an orphan kept by KeepOrphan)
+//	Fence                 (none: opens the volume's next fencing epoch, returned in N)
 //
 // Session and Seq identify a mutation for exactly-once application; Acked
 // tells the state machine that every result of this session below Acked has
 // been received, so it may forget them. NewIno and Time are stamped by the
 // coordinator, never trusted from a client.
+//
+// Epoch is the fencing epoch of the single-writer mount that sends the
+// operation (0: an unfenced client, such as a multi-writer mount). An
+// operation whose epoch is below the volume's newest is refused, mutations
+// by the state machine and queries by the coordinator's read path
+// (docs/replica-engine.md, "Fencing").
 type Op struct {
 	Kind    Kind
 	Session uint64
@@ -152,6 +160,7 @@ type Op struct {
 	Data    []byte
 	NewIno  uint64
 	Time    int64
+	Epoch   uint64
 }
 
 // Attr is the attribute set of one inode. Mode carries the file type bits
@@ -231,4 +240,5 @@ const (
 	ErrnoSessionExpired uint32 = 0xC0000001 // session not in the exactly-once table
 	ErrnoStaleSequence  uint32 = 0xC0000002 // sequence below the acknowledged floor
 	ErrnoWindowFull     uint32 = 0xC0000003 // too many unacknowledged results
+	ErrnoFenced         uint32 = 0xC0000004 // the operation's fencing epoch was superseded
 )
