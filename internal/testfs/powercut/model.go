@@ -43,11 +43,11 @@ type record struct {
 	kind kind
 	perm uint32
 
-	durable []byte              // file: contents at the last sync
-	dirty   map[int64]bool      // file: pages written or truncated since
-	entries map[string]uint64   // dir: entries at the last directory sync
-	renamed bool                // dir: entries changed since that sync
-	target  string              // symlink (immutable once made)
+	durable []byte            // file: contents at the last sync
+	dirty   map[int64]bool    // file: pages written or truncated since
+	entries map[string]uint64 // dir: entries at the last directory sync
+	renamed bool              // dir: entries changed since that sync
+	target  string            // symlink (immutable once made)
 }
 
 // model is the durable image of the whole tree plus the map from live
