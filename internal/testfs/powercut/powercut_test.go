@@ -10,27 +10,9 @@ import (
 	"github.com/cellfleet/cellfleet/internal/testfs/powercut"
 )
 
-// mountT mounts a power-cut filesystem over an empty backing directory, or
-// skips when this machine cannot mount FUSE.
 func mountT(t *testing.T) (*powercut.FS, string) {
-	t.Helper()
-	if os.Getuid() != 0 {
-		t.Skip("mounting FUSE directly needs root")
-	}
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Skipf("no /dev/fuse: %v", err)
-	}
-	backing, mnt := t.TempDir(), t.TempDir()
-	p, err := powercut.Mount(backing, mnt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return p, mnt
+	p := powercut.MountT(t)
+	return p, p.Mountpoint()
 }
 
 func writeFile(t *testing.T, path, data string, sync bool) {
