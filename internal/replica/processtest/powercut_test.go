@@ -1,6 +1,7 @@
 package processtest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/cellfleet/cellfleet/internal/csi/durable"
 	"github.com/cellfleet/cellfleet/internal/replica"
+	"github.com/cellfleet/cellfleet/internal/replica/journal"
 	"github.com/cellfleet/cellfleet/internal/testfs/powercut"
 )
 
@@ -183,9 +185,22 @@ func runPowerCuts(t *testing.T, c *cluster, disks *powerDisks, victims func(lead
 func TestPowerCutOfAllThreeAfterACheckpointKeepsAcknowledgedWrites(t *testing.T) {
 	disks := newPowerDisks(3)
 	timing := fastTiming
-	timing.SnapshotThreshold, timing.TrailingLogs = 64, 16 // the journal drops its prefix after the checkpoint
-	c := startCluster(t, clusterOpts{timing: timing, disk: disks.disk})
+	timing.SnapshotThreshold, timing.TrailingLogs = 64, 16
+	// 1 MiB segments, so that compaction behind the checkpoint deletes the
+	// segments holding the first writes: they then exist only in the
+	// checkpoint.
+	c := startCluster(t, clusterOpts{timing: timing, disk: disks.disk, hostArgs: []string{"-journal-segment-bytes", "1048576"}})
 	cl := c.client(c.clientConfig())
+	big := createFile(t, cl, "big")
+	const chunks, chunkSize = 48, 64 << 10
+	want := make([]byte, 0, chunks*chunkSize)
+	for k := 0; k < chunks; k++ {
+		chunk := bytes.Repeat([]byte{byte('a' + k%26)}, chunkSize)
+		if _, err := cl.Write(context.Background(), big, uint64(k*chunkSize), chunk); err != nil {
+			t.Fatalf("write of chunk %d was not acknowledged: %v", k, err)
+		}
+		want = append(want, chunk...)
+	}
 	ino := createFile(t, cl, "data")
 	appendRecords(t, cl, ino, 0, 150)
 	for i := range c.procs {
@@ -196,9 +211,37 @@ func TestPowerCutOfAllThreeAfterACheckpointKeepsAcknowledgedWrites(t *testing.T)
 	appendRecords(t, cl, ino, 150, 170) // the tail after the checkpoint
 	disks.cut(c, 0, 1, 2)
 	c.waitLeader(20 * time.Second)
+	if got := readAll(t, cl, big); !bytes.Equal(got, want) {
+		t.Fatalf("after a power cut the file written before the checkpoint holds %d bytes, want the %d acknowledged", len(got), len(want))
+	}
 	expectRecords(t, cl, ino, 170)
+	for i := range c.procs {
+		if !hasCompleteCheckpoint(t, c.dataDir(i)) {
+			t.Fatalf("r%d has no complete checkpoint (meta.json and state.bin) after the power cut: its acknowledged checkpoint was not durable", i)
+		}
+	}
 	appendRecords(t, cl, ino, 170, 180)
 	expectRecords(t, cl, ino, 180)
 	c.converged(20*time.Second, 0, 1, 2)
 	t.Logf("the cut dropped %d unsynced pages and %d directories' unsynced entries", disks.lost.Pages, disks.lost.Directories)
+}
+
+// hasCompleteCheckpoint reports whether a data directory holds a checkpoint
+// with both files raft's snapshot store needs to open it.
+func hasCompleteCheckpoint(t *testing.T, dataDir string) bool {
+	t.Helper()
+	root := filepath.Join(dataDir, journal.CheckpointDir, "snapshots") // raft's FileSnapshotStore layout
+	cps, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cp := range cps {
+		dir := filepath.Join(root, cp.Name())
+		_, metaErr := os.Stat(filepath.Join(dir, "meta.json"))
+		_, stateErr := os.Stat(filepath.Join(dir, "state.bin"))
+		if metaErr == nil && stateErr == nil {
+			return true
+		}
+	}
+	return false
 }
