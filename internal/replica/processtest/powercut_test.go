@@ -102,7 +102,7 @@ func TestPowerCutLosesNoAcknowledgedWriteAndStaysLinearizable(t *testing.T) {
 }
 
 // powerCutCycles is how many cuts each case makes.
-const powerCutCycles = 3
+const powerCutCycles = 5
 
 func runPowerCuts(t *testing.T, c *cluster, disks *powerDisks, victims func(leader int) []int) {
 	setup := c.client(c.clientConfig())
