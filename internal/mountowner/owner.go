@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cellfleet/cellfleet/internal/csi/durable"
 	"github.com/cellfleet/cellfleet/internal/fuse"
 	"github.com/cellfleet/cellfleet/internal/mountowner/api"
 	"github.com/cellfleet/cellfleet/internal/replica/client"
@@ -71,6 +72,11 @@ func New(cfg Config) (*Owner, error) {
 	}
 	dir := filepath.Join(cfg.StateDir, "sessions")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("mount owner state: %w", err)
+	}
+	// The records directory's own entry must be durable before a record in
+	// it is acknowledged, or a power cut loses every record at once.
+	if err := durable.SyncDir(cfg.StateDir); err != nil {
 		return nil, fmt.Errorf("mount owner state: %w", err)
 	}
 	lock, err := os.OpenFile(filepath.Join(cfg.StateDir, "owner.lock"), os.O_CREATE|os.O_RDWR, 0o600)

@@ -52,6 +52,11 @@ func OpenStore(stateDir string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create publication records dir: %w", err)
 	}
+	// The records directory's own entry must be durable before a record in
+	// it is acknowledged, or a power cut loses every record at once.
+	if err := durable.SyncDir(stateDir); err != nil {
+		return nil, fmt.Errorf("create publication records dir: %w", err)
+	}
 	s := &Store{dir: dir, records: map[string]Record{}}
 	entries, err := os.ReadDir(dir)
 	if err != nil {

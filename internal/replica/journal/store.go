@@ -41,6 +41,7 @@ type Outbound interface {
 // with outbound transfers bounded by the host.
 type CheckpointStore struct {
 	*raft.FileSnapshotStore
+	dir      string
 	outbound Outbound
 	sending  func() bool // true when an Open serves a transfer to a peer
 }
@@ -53,7 +54,49 @@ func OpenCheckpoints(dir string, retain int, logger hclog.Logger, outbound Outbo
 	if err != nil {
 		return nil, fmt.Errorf("open checkpoint store: %w", err)
 	}
-	return &CheckpointStore{FileSnapshotStore: fs, outbound: outbound, sending: sending}, nil
+	// raft creates checkpoints/snapshots without fsyncing either parent:
+	// make both entries durable before any checkpoint is relied on.
+	for _, d := range []string{filepath.Join(dir, CheckpointDir), dir} {
+		if err := syncDir(d); err != nil {
+			return nil, fmt.Errorf("open checkpoint store: %w", err)
+		}
+	}
+	return &CheckpointStore{FileSnapshotStore: fs, dir: filepath.Join(dir, CheckpointDir, raftSnapshotsDir), outbound: outbound, sending: sending}, nil
+}
+
+// Create starts a checkpoint whose Close also makes the checkpoint
+// directory's own entries durable. raft's sink fsyncs state.bin, meta.json
+// and the parent after its rename, but never the checkpoint directory: a
+// power cut could leave it empty while raft compacts the journal behind it
+// once Close returns. Until the directory fsync returns, the previous
+// checkpoint and the uncompacted journal still stand (an empty directory is
+// skipped on open).
+func (s *CheckpointStore) Create(version raft.SnapshotVersion, index, term uint64, configuration raft.Configuration,
+	configurationIndex uint64, trans raft.Transport) (raft.SnapshotSink, error) {
+	sink, err := s.FileSnapshotStore.Create(version, index, term, configuration, configurationIndex, trans)
+	if err != nil {
+		return nil, err
+	}
+	return &durableSink{SnapshotSink: sink, dir: s.dir}, nil
+}
+
+// raftSnapshotsDir is where raft's FileSnapshotStore keeps its checkpoints
+// under the directory it is given (its unexported snapPath).
+const raftSnapshotsDir = "snapshots"
+
+type durableSink struct {
+	raft.SnapshotSink
+	dir string
+}
+
+func (d *durableSink) Close() error {
+	if err := d.SnapshotSink.Close(); err != nil {
+		return err
+	}
+	if err := syncDir(filepath.Join(d.dir, d.ID())); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", d.ID(), err)
+	}
+	return nil
 }
 
 // ErrRebuildPending reports that the host's outbound rebuild limit is

@@ -54,6 +54,11 @@ type clusterOpts struct {
 	capacity uint64
 	// maxSessions sets the volume's exactly-once table size (0: default).
 	maxSessions int
+	// disk, if set, returns the directory that holds replica i's data and
+	// state directories (a power-cut mount, say) instead of the cluster
+	// directory. It runs before any process starts; its cleanups run after
+	// the processes are killed.
+	disk func(t testing.TB, i int) string
 }
 
 type cluster struct {
@@ -127,6 +132,9 @@ func startCluster(t testing.TB, o clusterOpts) *cluster {
 			c.writeHostFile(i, f)
 		}
 	}
+	if o.disk != nil {
+		c.placeOnDisks()
+	}
 	if o.proxied {
 		c.insertProxies()
 	}
@@ -155,6 +163,18 @@ func (c *cluster) writeHostFile(i int, f host.StandaloneFile) {
 	}
 	if err := os.WriteFile(c.gen.HostFiles[i], b, 0o600); err != nil {
 		c.t.Fatal(err)
+	}
+}
+
+// placeOnDisks moves every replica's data and state directories onto the
+// directory opts.disk gives for it.
+func (c *cluster) placeOnDisks() {
+	for i := range c.peers {
+		root := c.opts.disk(c.t, i)
+		f := c.hostFile(i)
+		f.Workers[0].DataDir = filepath.Join(root, "data")
+		f.StateDir = filepath.Join(root, "state")
+		c.writeHostFile(i, f)
 	}
 }
 
