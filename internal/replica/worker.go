@@ -149,8 +149,21 @@ func (w *Worker) start() error {
 	}
 	first, _ := w.wal.FirstIndex()
 	last, _ := w.wal.LastIndex()
-	if err := journal.CheckFloor(w.id, first, last, w.snaps.LatestIndex()); err != nil {
+	ckpt, err := w.snaps.Usable(w.id, first)
+	if err != nil {
 		return err
+	}
+	if err := journal.CheckFloor(w.id, first, last, ckpt); err != nil {
+		return err
+	}
+	if last != 0 && ckpt > last {
+		// A crash after installing a checkpoint, before raft removed the
+		// old entries: they are all covered by the checkpoint, and the next
+		// append (after its index) could not follow them.
+		w.log.Warn("journal tail superseded by the checkpoint removed", "journalLast", last, "checkpoint", ckpt)
+		if err := w.wal.Reset(); err != nil {
+			return fmt.Errorf("remove the journal tail superseded by checkpoint %d: %w", ckpt, err)
+		}
 	}
 	if err := w.openFSM(); err != nil {
 		return err

@@ -227,15 +227,20 @@ func (l *Log) createSegment(seq uint64) (*segment, error) {
 func (l *Log) FirstIndex() (uint64, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	return l.firstLocked(), nil
+}
+
+// firstLocked is the first visible index (0: empty).
+func (l *Log) firstLocked() uint64 {
 	for _, s := range l.segs {
 		if len(s.offsets) > 0 {
 			if l.floor > s.first && l.floor <= l.lastLocked() {
-				return l.floor, nil
+				return l.floor
 			}
-			return s.first, nil
+			return s.first
 		}
 	}
-	return 0, nil
+	return 0
 }
 
 // LastIndex implements raft.LogStore.
@@ -369,4 +374,5 @@ func (l *Log) Close() error {
 }
 
 var _ raft.LogStore = (*Log)(nil)
+var _ raft.MonotonicLogStore = (*Log)(nil)
 var _ raft.StableStore = (*Log)(nil)
