@@ -40,6 +40,10 @@ type Worker struct {
 	verify verifier
 	// progress is the coordinator's record of its followers' journals.
 	progress progress
+	// view and mark feed Health: the coordinator's commit index as a
+	// follower sees it, and this worker's own last index.
+	view leaderView
+	mark atomic.Pointer[progressMark]
 
 	peersMu sync.RWMutex
 	peers   map[raft.ServerID]Peer // as this worker reaches them
@@ -253,7 +257,7 @@ func (w *Worker) openRaft(hl hclog.Logger, fresh bool) error {
 			return err
 		}
 	}
-	w.raft, err = raft.NewRaft(rc, w.fsm, w.wal, w.wal, w.snaps, observedTransport{w.trans, &w.progress})
+	w.raft, err = raft.NewRaft(rc, w.fsm, w.wal, w.wal, w.snaps, observedTransport{w.trans, &w.progress, &inbound{view: &w.view, stop: w.stop}})
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
@@ -305,12 +309,15 @@ func (w *Worker) allowedPeer(san string) bool {
 // floor only has to trail the checkpoints.
 const FloorInterval = 10 * time.Second
 
-// watch stops the worker when its state machine fails and advances the
-// identity's floor as checkpoints are taken.
+// watch stops the worker when its state machine fails, samples its
+// progress for Health and advances the identity's floor as checkpoints are
+// taken.
 func (w *Worker) watch() {
 	defer w.wg.Done()
 	t := time.NewTicker(FloorInterval)
 	defer t.Stop()
+	sample := time.NewTicker(healthSample)
+	defer sample.Stop()
 	for {
 		select {
 		case <-w.stop:
@@ -319,6 +326,9 @@ func (w *Worker) watch() {
 			w.setState(ReplicaStateFailed, w.fsm.Failed().Error())
 			go w.Close()
 			return
+		case <-sample.C:
+			w.sampleProgress(w.raft)
+			continue
 		case <-t.C:
 		}
 		if idx := w.snaps.LatestIndex(); idx > w.id.Floor {
@@ -392,6 +402,11 @@ type Stats struct {
 	CommitIndex     uint64
 	AppliedIndex    uint64
 	LastIndex       uint64
+	// Healthy is false when the worker is not a working member of its
+	// group (Health): not running, its journal appends fail, or its journal
+	// stalls behind the coordinator's commit index. HealthReason says why.
+	Healthy      bool
+	HealthReason string `json:",omitempty"`
 	// Followers is the coordinator's view of every other replica (empty on
 	// a follower): its match index and lag behind the coordinator's last
 	// index.
@@ -411,6 +426,8 @@ func (w *Worker) Stats() Stats {
 		s.AppliedIndex = w.fsm.Applied()
 		s.LastIndex = r.LastIndex()
 		s.Followers = w.followers(r, s.LastIndex)
+		h := w.Health()
+		s.Healthy, s.HealthReason = h.Healthy, h.Reason
 	}
 	return s
 }

@@ -28,6 +28,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"golang.org/x/sys/unix"
@@ -77,6 +79,9 @@ type Log struct {
 	closed bool
 	// syncData makes an append durable (fdatasync; tests slow it down).
 	syncData func(fd int) error
+	// failing is the current run of failed appends (nil: the last one
+	// succeeded). Written under appendMu, read without a lock.
+	failing atomic.Pointer[AppendFailure]
 }
 
 // OpenLog opens or creates the journal in dir, recovering a torn tail.
@@ -306,6 +311,37 @@ func (l *Log) StoreLogs(logs []*raft.Log) error {
 	}
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
+	err := l.storeLogs(logs)
+	l.noteAppend(err)
+	return err
+}
+
+// AppendFailure is the error of the last append and since when appends
+// have failed, or nil once one succeeds. raft only logs a follower's failed
+// append and answers the coordinator "no"; this is how the worker learns it.
+type AppendFailure struct {
+	Err   error
+	Since time.Time
+}
+
+// Failing reports the current run of failed appends, or nil.
+func (l *Log) Failing() *AppendFailure { return l.failing.Load() }
+
+func (l *Log) noteAppend(err error) {
+	switch {
+	case err == nil:
+		if l.failing.Load() != nil {
+			l.failing.Store(nil)
+		}
+	case l.failing.Load() == nil:
+		l.failing.Store(&AppendFailure{Err: err, Since: time.Now()})
+	default:
+		l.failing.Store(&AppendFailure{Err: err, Since: l.failing.Load().Since})
+	}
+}
+
+// storeLogs appends holding appendMu.
+func (l *Log) storeLogs(logs []*raft.Log) error {
 	// appendMu excludes every writer of segs, so they are read here without mu.
 	if l.closed {
 		return errors.New("journal closed")

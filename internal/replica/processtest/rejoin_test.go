@@ -94,6 +94,7 @@ func TestFollowerRejoinedThroughCheckpointCarriesTheQuorum(t *testing.T) {
 	})
 	appendRecords(t, cl, ino, n, n+50)
 	n += 50
+	c.expectHealth(away, true, 10*time.Second)
 
 	lead = c.waitLeader(10 * time.Second)
 	if lead == away {
