@@ -156,3 +156,33 @@ func TestCorruptNewestCheckpointPastTheJournalReportsLostAndKeepsTheHostServing(
 		t.Fatalf("r%d after more writes: %+v, %v; want it still lost and its host serving", f, st, err)
 	}
 }
+
+// A flipped byte in the middle of a replica's newest journal segment lies
+// in an entry that later batches follow, so it was acknowledged. Recovery
+// must report the replica lost, not truncate it away as a torn tail (which
+// silently drops every acknowledged entry after it from this replica).
+func TestBitRotInTheJournalTailReportsLostInsteadOfTruncating(t *testing.T) {
+	c := startCluster(t, clusterOpts{})
+	cl := c.client(c.clientConfig())
+	ino := createFile(t, cl, "data")
+	appendRecords(t, cl, ino, 0, 200)
+	f := (c.waitLeader(10*time.Second) + 1) % 3
+	c.converged(20*time.Second, 0, 1, 2)
+	c.kill(f)
+	seg := c.tailSegment(f)
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x10
+	if err := os.WriteFile(seg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.start(f)
+	st := c.waitState(f, replica.ReplicaStateLost, 30*time.Second)
+	if st.DataExtent != "unknown" || !strings.Contains(st.Reason, "acknowledged entry is damaged") {
+		t.Fatalf("r%d is lost with extent %q and reason %q; want extent unknown and the damaged entry named", f, st.DataExtent, st.Reason)
+	}
+	appendRecords(t, cl, ino, 200, 220)
+	expectRecords(t, cl, ino, 220)
+}
