@@ -64,8 +64,9 @@ func (c *cluster) checkpoints(i int) []string {
 	return out
 }
 
-// journalFirstIndex reads the index of the first frame of replica i's oldest
-// segment (docs/journal-format.md: length, CRC, then the payload's index).
+// journalFirstIndex reads the index of the first entry frame of replica i's
+// oldest segment (docs/journal-format.md: length, CRC, then the payload's
+// index; a length word with the top bit set is a 16-byte batch marker).
 func (c *cluster) journalFirstIndex(i int) uint64 {
 	c.t.Helper()
 	dir := filepath.Join(c.dataDir(i), journal.JournalDir)
@@ -78,10 +79,17 @@ func (c *cluster) journalFirstIndex(i int) uint64 {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil || len(b) < 16 {
+		if err != nil {
 			return 0
 		}
-		return binary.BigEndian.Uint64(b[8:16])
+		for off := 0; off+16 <= len(b); {
+			n := binary.BigEndian.Uint32(b[off:])
+			if n&(1<<31) == 0 {
+				return binary.BigEndian.Uint64(b[off+8:])
+			}
+			off += 16
+		}
+		return 0
 	}
 	return 0
 }
