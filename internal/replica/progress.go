@@ -71,7 +71,14 @@ func (p *progress) of(id raft.ServerID, term uint64) uint64 {
 // looks for (WithClose, WithPreVote).
 type observedTransport struct {
 	*raft.NetworkTransport
-	p *progress
+	p  *progress
+	in *inbound
+}
+
+// Consumer hands raft the incoming RPCs through the relay that notes the
+// coordinator's commit index (health.go).
+func (t observedTransport) Consumer() <-chan raft.RPC {
+	return t.in.consumer(t.NetworkTransport.Consumer())
 }
 
 func (t observedTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {

@@ -40,6 +40,10 @@ type Worker struct {
 	verify verifier
 	// progress is the coordinator's record of its followers' journals.
 	progress progress
+	// view and mark feed Health: the coordinator's commit index as a
+	// follower sees it, and this worker's own last index.
+	view leaderView
+	mark atomic.Pointer[progressMark]
 
 	peersMu sync.RWMutex
 	peers   map[raft.ServerID]Peer // as this worker reaches them
@@ -149,8 +153,21 @@ func (w *Worker) start() error {
 	}
 	first, _ := w.wal.FirstIndex()
 	last, _ := w.wal.LastIndex()
-	if err := journal.CheckFloor(w.id, first, last, w.snaps.LatestIndex()); err != nil {
+	ckpt, err := w.snaps.Usable(w.id, first)
+	if err != nil {
 		return err
+	}
+	if err := journal.CheckFloor(w.id, first, last, ckpt); err != nil {
+		return err
+	}
+	if last != 0 && ckpt > last {
+		// A crash after installing a checkpoint, before raft removed the
+		// old entries: they are all covered by the checkpoint, and the next
+		// append (after its index) could not follow them.
+		w.log.Warn("journal tail superseded by the checkpoint removed", "journalLast", last, "checkpoint", ckpt)
+		if err := w.wal.Reset(); err != nil {
+			return fmt.Errorf("remove the journal tail superseded by checkpoint %d: %w", ckpt, err)
+		}
 	}
 	if err := w.openFSM(); err != nil {
 		return err
@@ -245,7 +262,7 @@ func (w *Worker) openRaft(hl hclog.Logger, fresh bool) error {
 			return fmt.Errorf("record the sealed replica: %w", err)
 		}
 	}
-	w.raft, err = raft.NewRaft(rc, w.fsm, w.wal, w.wal, w.snaps, observedTransport{w.trans, &w.progress})
+	w.raft, err = raft.NewRaft(rc, w.fsm, w.wal, w.wal, w.snaps, observedTransport{w.trans, &w.progress, &inbound{view: &w.view, stop: w.stop}})
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
@@ -297,12 +314,15 @@ func (w *Worker) allowedPeer(san string) bool {
 // floor only has to trail the checkpoints.
 const FloorInterval = 10 * time.Second
 
-// watch stops the worker when its state machine fails and advances the
-// identity's floor as checkpoints are taken.
+// watch stops the worker when its state machine fails, samples its
+// progress for Health and advances the identity's floor as checkpoints are
+// taken.
 func (w *Worker) watch() {
 	defer w.wg.Done()
 	t := time.NewTicker(FloorInterval)
 	defer t.Stop()
+	sample := time.NewTicker(healthSample)
+	defer sample.Stop()
 	for {
 		select {
 		case <-w.stop:
@@ -311,6 +331,9 @@ func (w *Worker) watch() {
 			w.setState(ReplicaStateFailed, w.fsm.Failed().Error())
 			go w.Close()
 			return
+		case <-sample.C:
+			w.sampleProgress(w.raft)
+			continue
 		case <-t.C:
 		}
 		if idx := w.snaps.LatestIndex(); idx > w.id.Floor {
@@ -384,6 +407,11 @@ type Stats struct {
 	CommitIndex     uint64
 	AppliedIndex    uint64
 	LastIndex       uint64
+	// Healthy is false when the worker is not a working member of its
+	// group (Health): not running, its journal appends fail, or its journal
+	// stalls behind the coordinator's commit index. HealthReason says why.
+	Healthy      bool
+	HealthReason string `json:",omitempty"`
 	// Followers is the coordinator's view of every other replica (empty on
 	// a follower): its match index and lag behind the coordinator's last
 	// index.
@@ -403,6 +431,8 @@ func (w *Worker) Stats() Stats {
 		s.AppliedIndex = w.fsm.Applied()
 		s.LastIndex = r.LastIndex()
 		s.Followers = w.followers(r, s.LastIndex)
+		h := w.Health()
+		s.Healthy, s.HealthReason = h.Healthy, h.Reason
 	}
 	return s
 }

@@ -49,12 +49,14 @@ type apiError struct {
 
 func fail(w http.ResponseWriter, code int, err error) { reply(w, code, apiError{Error: err.Error()}) }
 
-// readyz is ready when no worker is still pending or starting.
+// readyz is ready when no worker is still pending or starting and every
+// running worker is healthy (replica.Worker.Health).
 func (h *Host) readyz(w http.ResponseWriter, _ *http.Request) {
 	sts := h.Statuses()
 	code := http.StatusOK
 	for _, s := range sts {
-		if s.State == replica.ReplicaStatePending || s.State == replica.ReplicaStateStarting {
+		unhealthy := s.State == replica.ReplicaStateRunning && !s.Healthy
+		if s.State == replica.ReplicaStatePending || s.State == replica.ReplicaStateStarting || unhealthy {
 			code = http.StatusServiceUnavailable
 		}
 	}

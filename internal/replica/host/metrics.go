@@ -23,7 +23,7 @@ type metrics struct {
 	workerRejects atomic.Int64
 
 	rejects, raftState, applied, commit, lag, workers, inUse, limit, waiting *prometheus.Desc
-	followerMatch, followerLag                                               *prometheus.Desc
+	followerMatch, followerLag, healthy                                      *prometheus.Desc
 }
 
 func newMetrics(h *Host) *metrics {
@@ -44,6 +44,8 @@ func newMetrics(h *Host) *metrics {
 	m.raftState = prometheus.NewDesc("cellfleet_replica_raft_state", "1 for the replica's current Raft state.", []string{"volume", "replica", "state"}, nil)
 	m.applied = prometheus.NewDesc("cellfleet_replica_applied_index", "Last journal index applied to the state machine.", wl, nil)
 	m.commit = prometheus.NewDesc("cellfleet_replica_commit_index", "Last journal index known committed.", wl, nil)
+	m.healthy = prometheus.NewDesc("cellfleet_replica_healthy",
+		"1 while a running replica is a working member of its group: its journal appends succeed and it keeps up with the coordinator's commits.", wl, nil)
 	m.lag = prometheus.NewDesc("cellfleet_replica_lag_entries", "Entries in this replica's journal not yet applied (last index - applied).", wl, nil)
 	fl := []string{"volume", "replica", "follower"}
 	m.followerMatch = prometheus.NewDesc("cellfleet_replica_follower_match_index",
@@ -77,7 +79,7 @@ func (m *metrics) rejected(b Bound) {
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.raftState, m.applied, m.commit, m.lag, m.followerMatch, m.followerLag, m.workers, m.inUse, m.limit, m.waiting, m.rejects} {
+	for _, d := range []*prometheus.Desc{m.raftState, m.healthy, m.applied, m.commit, m.lag, m.followerMatch, m.followerLag, m.workers, m.inUse, m.limit, m.waiting, m.rejects} {
 		ch <- d
 	}
 }
@@ -97,6 +99,11 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(m.raftState, prometheus.GaugeValue, v, s.Volume, s.Replica, rs.String())
 		}
+		healthy := 0.0
+		if s.Healthy {
+			healthy = 1
+		}
+		ch <- prometheus.MustNewConstMetric(m.healthy, prometheus.GaugeValue, healthy, s.Volume, s.Replica)
 		ch <- prometheus.MustNewConstMetric(m.applied, prometheus.GaugeValue, float64(s.AppliedIndex), s.Volume, s.Replica)
 		ch <- prometheus.MustNewConstMetric(m.commit, prometheus.GaugeValue, float64(s.CommitIndex), s.Volume, s.Replica)
 		ch <- prometheus.MustNewConstMetric(m.lag, prometheus.GaugeValue, float64(s.LastIndex-min(s.AppliedIndex, s.LastIndex)), s.Volume, s.Replica)

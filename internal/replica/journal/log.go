@@ -7,13 +7,14 @@ package journal
 //     frames appended in index order: length uint32, CRC-32C uint32 (over
 //     the length and the payload), payload (one raft.Log);
 //   - one fdatasync per StoreLogs call, so a batch is durable before raft
-//     acknowledges it;
+//     acknowledges it; each batch begins with a batch marker (frame.go);
 //   - on open, every segment is scanned and every frame's checksum
-//     verified. A bad frame in the last segment is a torn tail (a batch
-//     whose fdatasync never returned, so never acknowledged): the segment is
-//     truncated there. A bad frame anywhere else, or a gap in the index
-//     sequence between segments, is corruption and the journal refuses to
-//     open.
+//     verified. A bad frame in the last segment with no valid batch marker
+//     after it is a torn tail (a batch whose fdatasync never returned, so
+//     never acknowledged): the segment is truncated there. A bad frame that
+//     a later batch follows, a bad frame anywhere else, or a gap in the
+//     index sequence between segments, is corruption and the journal
+//     refuses to open.
 
 import (
 	"encoding/binary"
@@ -28,6 +29,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"golang.org/x/sys/unix"
@@ -77,6 +80,9 @@ type Log struct {
 	closed bool
 	// syncData makes an append durable (fdatasync; tests slow it down).
 	syncData func(fd int) error
+	// failing is the current run of failed appends (nil: the last one
+	// succeeded). Written under appendMu, read without a lock.
+	failing atomic.Pointer[AppendFailure]
 }
 
 // OpenLog opens or creates the journal in dir, recovering a torn tail.
@@ -155,14 +161,24 @@ func (l *Log) openSegment(seq uint64, tail bool) (*segment, int64, error) {
 	var hdr [frameHeader]byte
 	var off int64
 	for off < fi.Size() {
-		idx, n, err := readFrameAt(f, off, hdr[:], fi.Size())
-		if err == nil && len(s.offsets) > 0 && idx != s.last()+1 {
+		kind, idx, n, err := readFrameAt(f, off, hdr[:], fi.Size())
+		if err == nil && kind == entryFrame && len(s.offsets) > 0 && idx != s.last()+1 {
 			err = fmt.Errorf("index %d follows %d", idx, s.last())
 		}
 		if err != nil {
 			if !tail {
 				f.Close()
 				return nil, 0, fmt.Errorf("%w: segment %d at offset %d: %v", ErrCorrupt, seq, off, err)
+			}
+			at, later, lerr := laterBatch(f, off, fi.Size())
+			if lerr != nil {
+				f.Close()
+				return nil, 0, fmt.Errorf("scan journal segment %d: %w", seq, lerr)
+			}
+			if later {
+				f.Close()
+				return nil, 0, fmt.Errorf("%w: segment %d at offset %d: %v, before the batch written at offset %d: an acknowledged entry is damaged",
+					ErrCorrupt, seq, off, err, at)
 			}
 			// Torn tail: discard everything from the first bad frame.
 			torn := fi.Size() - off
@@ -177,10 +193,12 @@ func (l *Log) openSegment(seq uint64, tail bool) (*segment, int64, error) {
 			s.size = off
 			return s, torn, nil
 		}
-		if len(s.offsets) == 0 {
-			s.first = idx
+		if kind == entryFrame {
+			if len(s.offsets) == 0 {
+				s.first = idx
+			}
+			s.offsets = append(s.offsets, uint32(off))
 		}
-		s.offsets = append(s.offsets, uint32(off))
 		off += n
 	}
 	s.size = off
@@ -227,15 +245,20 @@ func (l *Log) createSegment(seq uint64) (*segment, error) {
 func (l *Log) FirstIndex() (uint64, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	return l.firstLocked(), nil
+}
+
+// firstLocked is the first visible index (0: empty).
+func (l *Log) firstLocked() uint64 {
 	for _, s := range l.segs {
 		if len(s.offsets) > 0 {
 			if l.floor > s.first && l.floor <= l.lastLocked() {
-				return l.floor, nil
+				return l.floor
 			}
-			return s.first, nil
+			return s.first
 		}
 	}
-	return 0, nil
+	return 0
 }
 
 // LastIndex implements raft.LogStore.
@@ -278,12 +301,13 @@ func (l *Log) GetLog(index uint64, lg *raft.Log) error {
 	if _, err := s.f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("read journal entry %d: %w", index, err)
 	}
+	// The next batch's marker may sit between this frame and the next one.
 	n := binary.BigEndian.Uint32(buf[0:4])
-	if int(n) != len(buf)-frameHeader ||
-		crc32.Update(crc32.Checksum(buf[0:4], castagnoli), castagnoli, buf[frameHeader:]) != binary.BigEndian.Uint32(buf[4:8]) {
+	if int64(n) > int64(len(buf)-frameHeader) ||
+		crc32.Update(crc32.Checksum(buf[0:4], castagnoli), castagnoli, buf[frameHeader:frameHeader+n]) != binary.BigEndian.Uint32(buf[4:8]) {
 		return fmt.Errorf("%w: entry %d fails its checksum", ErrCorrupt, index)
 	}
-	return decodeLog(buf[frameHeader:], lg)
+	return decodeLog(buf[frameHeader:frameHeader+n], lg)
 }
 
 // StoreLog implements raft.LogStore.
@@ -301,6 +325,37 @@ func (l *Log) StoreLogs(logs []*raft.Log) error {
 	}
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
+	err := l.storeLogs(logs)
+	l.noteAppend(err)
+	return err
+}
+
+// AppendFailure is the error of the last append and since when appends
+// have failed, or nil once one succeeds. raft only logs a follower's failed
+// append and answers the coordinator "no"; this is how the worker learns it.
+type AppendFailure struct {
+	Err   error
+	Since time.Time
+}
+
+// Failing reports the current run of failed appends, or nil.
+func (l *Log) Failing() *AppendFailure { return l.failing.Load() }
+
+func (l *Log) noteAppend(err error) {
+	switch {
+	case err == nil:
+		if l.failing.Load() != nil {
+			l.failing.Store(nil)
+		}
+	case l.failing.Load() == nil:
+		l.failing.Store(&AppendFailure{Err: err, Since: time.Now()})
+	default:
+		l.failing.Store(&AppendFailure{Err: err, Since: l.failing.Load().Since})
+	}
+}
+
+// storeLogs appends holding appendMu.
+func (l *Log) storeLogs(logs []*raft.Log) error {
 	// appendMu excludes every writer of segs, so they are read here without mu.
 	if l.closed {
 		return errors.New("journal closed")
@@ -326,11 +381,11 @@ func (l *Log) StoreLogs(logs []*raft.Log) error {
 		l.mu.Unlock()
 		tail = next
 	}
-	total := 0
+	total := markerSize
 	for _, lg := range logs {
 		total += frameHeader + logFixedSize + 2*binary.MaxVarintLen64 + len(lg.Data) + len(lg.Extensions)
 	}
-	buf := make([]byte, 0, total)
+	buf := encodeMarker(make([]byte, 0, total), tail.size)
 	offs := make([]uint32, 0, len(logs))
 	for _, lg := range logs {
 		offs = append(offs, uint32(tail.size+int64(len(buf))))
@@ -369,4 +424,5 @@ func (l *Log) Close() error {
 }
 
 var _ raft.LogStore = (*Log)(nil)
+var _ raft.MonotonicLogStore = (*Log)(nil)
 var _ raft.StableStore = (*Log)(nil)

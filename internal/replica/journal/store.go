@@ -1,10 +1,16 @@
 package journal
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -41,7 +47,7 @@ type Outbound interface {
 // with outbound transfers bounded by the host.
 type CheckpointStore struct {
 	*raft.FileSnapshotStore
-	dir      string
+	dir      string // dir/checkpoints; raft keeps each under snapshots/
 	outbound Outbound
 	sending  func() bool // true when an Open serves a transfer to a peer
 }
@@ -61,7 +67,7 @@ func OpenCheckpoints(dir string, retain int, logger hclog.Logger, outbound Outbo
 			return nil, fmt.Errorf("open checkpoint store: %w", err)
 		}
 	}
-	return &CheckpointStore{FileSnapshotStore: fs, dir: filepath.Join(dir, CheckpointDir, raftSnapshotsDir), outbound: outbound, sending: sending}, nil
+	return &CheckpointStore{FileSnapshotStore: fs, dir: filepath.Join(dir, CheckpointDir), outbound: outbound, sending: sending}, nil
 }
 
 // Create starts a checkpoint whose Close also makes the checkpoint
@@ -77,7 +83,7 @@ func (s *CheckpointStore) Create(version raft.SnapshotVersion, index, term uint6
 	if err != nil {
 		return nil, err
 	}
-	return &durableSink{SnapshotSink: sink, dir: s.dir}, nil
+	return &durableSink{SnapshotSink: sink, dir: filepath.Join(s.dir, raftSnapshotsDir)}, nil
 }
 
 // raftSnapshotsDir is where raft's FileSnapshotStore keeps its checkpoints
@@ -142,4 +148,90 @@ func (t *throttled) Close() error {
 		t.release()
 	}
 	return t.c.Close()
+}
+
+// ErrCheckpointUnusable reports a checkpoint whose metadata or state fails
+// to read or verify.
+var ErrCheckpointUnusable = errors.New("checkpoint unusable")
+
+// Usable verifies the checkpoints newest first, the way raft will restore
+// them, and returns the index of the newest one that verifies (0: none).
+//
+// raft skips a checkpoint that fails to open and restores an older one,
+// then replays the journal after it. When the journal no longer starts
+// right after that older checkpoint (compaction dropped those entries),
+// raft panics on the missing entry and takes the whole host process, with
+// every other worker, down. That replica has lost its authority: Usable
+// returns a LostError instead. firstLog is the journal's first index.
+func (s *CheckpointStore) Usable(id Identity, firstLog uint64) (uint64, error) {
+	names, err := s.onDisk()
+	if err != nil {
+		return 0, err
+	}
+	var bad []string
+	for _, n := range names {
+		if err := s.verify(n.id); err != nil {
+			bad = append(bad, fmt.Sprintf("%s: %v", n.id, err))
+			continue
+		}
+		if len(bad) > 0 && (firstLog == 0 || firstLog > n.index+1) {
+			return 0, &LostError{Volume: id.Volume, Replica: id.Replica, Reason: fmt.Sprintf(
+				"newest checkpoint corrupt (%s) and the journal (first index %d) does not follow the older checkpoint at %d",
+				strings.Join(bad, "; "), firstLog, n.index)}
+		}
+		return n.index, nil
+	}
+	if len(bad) > 0 && firstLog != 1 {
+		return 0, &LostError{Volume: id.Volume, Replica: id.Replica, Reason: fmt.Sprintf(
+			"every checkpoint corrupt (%s) and the journal starts at index %d, not 1", strings.Join(bad, "; "), firstLog)}
+	}
+	return 0, nil
+}
+
+type checkpointName struct {
+	id                string
+	term, index, msec uint64
+}
+
+// onDisk lists the checkpoint directories by name, newest first (raft's
+// order: term, index, then creation), including those whose metadata no
+// longer parses, which raft's List silently leaves out.
+func (s *CheckpointStore) onDisk() ([]checkpointName, error) {
+	ents, err := os.ReadDir(filepath.Join(s.dir, raftSnapshotsDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list checkpoints: %w", err)
+	}
+	var out []checkpointName
+	for _, e := range ents {
+		if !e.IsDir() || strings.HasSuffix(e.Name(), ".tmp") {
+			continue
+		}
+		var n checkpointName
+		if _, err := fmt.Sscanf(e.Name(), "%d-%d-%d", &n.term, &n.index, &n.msec); err != nil {
+			return nil, fmt.Errorf("%w: stray checkpoint directory %s", ErrCheckpointUnusable, e.Name())
+		}
+		n.id = e.Name()
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b checkpointName) int {
+		return cmp.Or(cmp.Compare(b.term, a.term), cmp.Compare(b.index, a.index), cmp.Compare(b.msec, a.msec))
+	})
+	return out, nil
+}
+
+// verify opens a checkpoint through raft's store, which checks the
+// metadata and the state's CRC-64.
+func (s *CheckpointStore) verify(id string) error {
+	meta, rc, err := s.FileSnapshotStore.Open(id)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrCheckpointUnusable, err)
+	}
+	rc.Close()
+	if meta.ID != id {
+		return fmt.Errorf("%w: metadata names %s", ErrCheckpointUnusable, meta.ID)
+	}
+	return nil
 }

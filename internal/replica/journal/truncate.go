@@ -7,8 +7,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// DeleteRange implements raft.LogStore for the prefix and suffix ranges raft
-// deletes (compaction after a checkpoint; conflicting entries).
+// DeleteRange implements raft.LogStore for the ranges raft deletes: a
+// prefix (compaction after a checkpoint), a suffix (conflicting entries), or
+// everything (after installing a checkpoint, see IsMonotonic).
 func (l *Log) DeleteRange(lo, hi uint64) error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -19,12 +20,35 @@ func (l *Log) DeleteRange(lo, hi uint64) error {
 		return nil
 	}
 	if hi >= last {
-		if lo <= l.floor {
-			l.floor = 0 // everything goes; the next append may start anywhere
+		if lo <= l.firstLocked() {
+			// Everything visible goes, and with it the entries hidden below
+			// the floor: they would reappear after a restart and sit in front
+			// of the next append, which may start anywhere.
+			l.floor = 0
+			return l.truncateSuffix(0)
 		}
 		return l.truncateSuffix(lo)
 	}
 	return l.truncatePrefix(hi)
+}
+
+// IsMonotonic implements raft.MonotonicLogStore. The journal refuses gaps
+// between indexes, so after installing a checkpoint raft must remove every
+// old entry (removeOldLogs) rather than compact a prefix and keep a tail the
+// entries after the checkpoint could never follow.
+func (l *Log) IsMonotonic() bool { return true }
+
+// Reset removes every entry. The worker calls it at start when the newest
+// checkpoint is past the journal's end: a crash between installing a
+// checkpoint and raft removing the old entries left them behind, and the
+// next append (after the checkpoint's index) could not follow them.
+func (l *Log) Reset() error {
+	first, _ := l.FirstIndex()
+	last, _ := l.LastIndex()
+	if last == 0 {
+		return nil
+	}
+	return l.DeleteRange(first, last)
 }
 
 // truncateSuffix removes entries >= min, newest segment first, so a crash

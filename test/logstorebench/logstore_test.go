@@ -1,4 +1,8 @@
-package journal
+// Package logstorebench compares the replica journal with hashicorp/raft-wal
+// (docs/decisions/0001-log-store.md). It is its own module so that raft-wal
+// is not a dependency of cellfleet: run it with
+// `cd test/logstorebench && GOWORK=off go test -run XXX -bench . -benchtime 2000x`.
+package logstorebench
 
 import (
 	"fmt"
@@ -10,16 +14,18 @@ import (
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
 	"golang.org/x/sys/unix"
+
+	"github.com/cellfleet/cellfleet/internal/replica/journal"
 )
 
-// BenchmarkLogStore compares this journal with hashicorp/raft-wal v0.4.0
+// BenchmarkLogStore compares this journal with hashicorp/raft-wal v0.4.1
 // (the measured input of docs/decisions/0001-log-store.md): appends of one
 // entry and of 64-entry batches, each durable before returning, beside a raw
 // fdatasync'd append of the same bytes in the same run.
 func BenchmarkLogStore(b *testing.B) {
 	stores := map[string]func(dir string) (raft.LogStore, func()){
 		"journal": func(dir string) (raft.LogStore, func()) {
-			l, _, err := OpenLog(dir, 64<<20)
+			l, _, err := journal.OpenLog(dir, 64<<20)
 			if err != nil {
 				b.Fatal(err)
 			}

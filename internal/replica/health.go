@@ -1,0 +1,117 @@
+package replica
+
+// A worker's health: whether it is a working member of its group right now,
+// not only whether it runs. A follower can run, answer heartbeats and apply
+// checkpoints while every append to its journal fails (raft only logs that
+// and answers the coordinator "no"), or while its journal stops advancing
+// behind the coordinator's: the volume then has less redundancy than its
+// status says. Health reports either within seconds, and the host's status,
+// /readyz and metrics carry it.
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// StallAfter is how long a follower's journal may stay behind what the
+// coordinator committed without advancing before the worker reports itself
+// unhealthy. A follower catching up advances every few milliseconds; one
+// receiving a long checkpoint transfer is reported unhealthy meanwhile,
+// which is true: it cannot yet take part in a quorum.
+const StallAfter = 3 * time.Second
+
+// healthSample is how often the worker samples its own last index.
+const healthSample = 250 * time.Millisecond
+
+// Health is a worker's verdict on itself.
+type Health struct {
+	Healthy bool
+	Reason  string // why not healthy
+}
+
+// leaderView is what a follower learns of the coordinator from the
+// AppendEntries it receives: the coordinator's commit index.
+type leaderView struct {
+	commit atomic.Uint64
+}
+
+// inbound relays the RPCs raft consumes, noting the coordinator's commit
+// index on the way.
+type inbound struct {
+	view *leaderView
+	once sync.Once
+	out  chan raft.RPC
+	stop <-chan struct{}
+}
+
+func (in *inbound) consumer(src <-chan raft.RPC) <-chan raft.RPC {
+	in.once.Do(func() {
+		in.out = make(chan raft.RPC)
+		go in.relay(src)
+	})
+	return in.out
+}
+
+func (in *inbound) relay(src <-chan raft.RPC) {
+	for {
+		select {
+		case rpc := <-src:
+			if req, ok := rpc.Command.(*raft.AppendEntriesRequest); ok {
+				in.view.commit.Store(req.LeaderCommitIndex)
+			}
+			select {
+			case in.out <- rpc:
+			case <-in.stop:
+				return
+			}
+		case <-in.stop:
+			return
+		}
+	}
+}
+
+// progressMark is the worker's own last index, whether the coordinator had
+// committed past it, and since when both have been so.
+type progressMark struct {
+	index  uint64
+	behind bool
+	at     time.Time
+}
+
+// sampleProgress records the worker's last index; the clock restarts when
+// it moves or when the worker falls behind (an idle follower that was level
+// is not stalled the moment new entries are committed).
+func (w *Worker) sampleProgress(r *raft.Raft) {
+	idx := r.LastIndex()
+	behind := w.view.commit.Load() > idx
+	m := w.mark.Load()
+	if m == nil || m.index != idx || m.behind != behind {
+		w.mark.Store(&progressMark{index: idx, behind: behind, at: time.Now()})
+	}
+}
+
+// Health reports whether the worker is a working member of its group.
+func (w *Worker) Health() Health {
+	st, reason := w.State()
+	if st != ReplicaStateRunning {
+		return Health{Reason: fmt.Sprintf("state %s %s", st, reason)}
+	}
+	if f := w.wal.Failing(); f != nil {
+		return Health{Reason: fmt.Sprintf("journal appends failing since %s: %v", f.Since.UTC().Format(time.RFC3339), f.Err)}
+	}
+	r := w.shared.Load()
+	if r == nil || r.State() != raft.Follower {
+		return Health{Healthy: true}
+	}
+	m := w.mark.Load()
+	committed := w.view.commit.Load()
+	if m != nil && m.behind && committed > m.index && time.Since(m.at) > StallAfter {
+		return Health{Reason: fmt.Sprintf("journal stalled at index %d for %s while the coordinator committed %d",
+			m.index, time.Since(m.at).Round(time.Second), committed)}
+	}
+	return Health{Healthy: true}
+}
