@@ -82,6 +82,14 @@ func (w *Worker) propose(ops []wire.Op) wire.Reply {
 	if w.cfg.Observer != nil {
 		w.cfg.Observer.CommitLatency(w.cfg.Volume, w.cfg.Replica, time.Since(start))
 	}
+	if err := w.fsm.Failed(); err != nil {
+		// The entry committed but this replica could not apply it: its
+		// results are not the group's, and the replica is stopping. The
+		// client retries under the same session and learns the committed
+		// outcome from the next coordinator.
+		return wire.Reply{Status: wire.StatusUncertain,
+			Message: fmt.Sprintf("entry committed but this replica could not apply it: %v", err)}
+	}
 	results, ok := fut.Response().([]wire.Result)
 	if !ok {
 		return wire.Reply{Status: wire.StatusBadRequest, Message: fmt.Sprintf("entry rejected: %v", fut.Response())}

@@ -179,7 +179,6 @@ func (w *Worker) initialise(id journal.Identity) error {
 func (w *Worker) openFSM() error {
 	f, err := fsm.New(fsm.Options{
 		Dir:     w.cfg.DataDir,
-		Limits:  fsm.Limits{Capacity: w.cfg.Capacity, MaxSessions: w.cfg.MaxSessions},
 		Capture: w.cfg.Capture,
 		Logger:  w.log,
 		OnCheckpoint: func(n int64) {

@@ -31,7 +31,7 @@ func (f *FSM) grow(n *inode, size uint64) uint32 {
 	if size > maxFileSize {
 		return uint32(syscall.EFBIG)
 	}
-	if size > n.Attr.Size && f.st.Used+size-n.Attr.Size > f.opt.Limits.Capacity {
+	if size > n.Attr.Size && f.st.Used+size-n.Attr.Size > f.limits().Capacity {
 		return uint32(syscall.ENOSPC)
 	}
 	return 0

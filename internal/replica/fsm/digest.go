@@ -20,6 +20,9 @@ func (f *FSM) Digest() (uint64, string, error) {
 	b := func(p []byte) { u(uint64(len(p))); h.Write(p) }
 	u(f.st.NextIno)
 	u(f.st.Used)
+	lim := f.limits()
+	u(lim.Capacity)
+	u(uint64(lim.MaxSessions))
 	inos := make([]uint64, 0, len(f.st.Inodes))
 	for ino := range f.st.Inodes {
 		inos = append(inos, ino)

@@ -33,6 +33,9 @@ type state struct {
 	Inodes   map[uint64]*inode
 	Sessions map[uint64]*session
 	Applied  uint64
+	// Limits are the volume's replicated limits; nil until a limits
+	// command applies (DefaultLimits hold meanwhile).
+	Limits *Limits
 }
 
 func newState(now int64) *state {

@@ -54,6 +54,8 @@ type clusterOpts struct {
 	capacity uint64
 	// maxSessions sets the volume's exactly-once table size (0: default).
 	maxSessions int
+	// configure edits replica i's host file before its first start.
+	configure func(i int, f *host.StandaloneFile)
 }
 
 type cluster struct {
@@ -113,6 +115,13 @@ func startCluster(t testing.TB, o clusterOpts) *cluster {
 		for i := 0; i < o.replicas; i++ {
 			f := c.hostFile(i)
 			f.Workers[0].MaxSessions = o.maxSessions
+			c.writeHostFile(i, f)
+		}
+	}
+	if o.configure != nil {
+		for i := 0; i < o.replicas; i++ {
+			f := c.hostFile(i)
+			o.configure(i, &f)
 			c.writeHostFile(i, f)
 		}
 	}
