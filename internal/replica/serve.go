@@ -65,9 +65,16 @@ func (w *Worker) propose(ops []wire.Op) wire.Reply {
 	}
 	// Allocation and enqueue happen under one lock so entries reach the log
 	// in allocation order.
-	fut := w.raft.Apply(wire.EncodeEntry(&en), w.cfg.ApplyTimeout)
+	data := wire.EncodeEntry(&en)
+	release, err := w.admit(len(data))
+	if err != nil {
+		w.propMu.Unlock()
+		return wire.Reply{Status: wire.StatusUnavailable, Message: err.Error()}
+	}
+	fut := w.raft.Apply(data, w.cfg.ApplyTimeout)
 	w.propMu.Unlock()
-	err := fut.Error()
+	err = fut.Error()
+	release()
 	switch {
 	case err == nil:
 	case errors.Is(err, raft.ErrNotLeader):

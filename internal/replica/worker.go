@@ -40,6 +40,8 @@ type Worker struct {
 	verify verifier
 	// progress is the coordinator's record of its followers' journals.
 	progress progress
+	bounds   journalBounds
+	admitted admission
 
 	peersMu sync.RWMutex
 	peers   map[raft.ServerID]Peer // as this worker reaches them
@@ -69,7 +71,8 @@ func New(cfg Config) (*Worker, error) {
 		cfg.ApplyTimeout = 5 * time.Second
 	}
 	w := &Worker{cfg: cfg, log: cfg.Logger.With("volume", cfg.Volume, "replica", cfg.Replica),
-		peers: map[raft.ServerID]Peer{}, stop: make(chan struct{}), failed: make(chan struct{})}
+		peers: map[raft.ServerID]Peer{}, stop: make(chan struct{}), failed: make(chan struct{}),
+		bounds: cfg.journalBounds()}
 	w.peers[raft.ServerID(cfg.Self.ID)] = cfg.Self
 	for _, p := range cfg.Peers {
 		w.peers[raft.ServerID(p.ID)] = p
@@ -158,8 +161,9 @@ func (w *Worker) start() error {
 	if err := w.openRaft(hl, verdict.Fresh); err != nil {
 		return err
 	}
-	w.wg.Add(1)
+	w.wg.Add(2)
 	go w.watch()
+	go w.boundJournal()
 	return nil
 }
 
