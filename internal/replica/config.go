@@ -63,6 +63,9 @@ type Timing struct {
 	SnapshotInterval   time.Duration `json:"snapshotInterval,omitempty"`
 	SnapshotThreshold  uint64        `json:"snapshotThreshold,omitempty"`
 	TrailingLogs       uint64        `json:"trailingLogs,omitempty"`
+	// JournalBytes bounds the journal in bytes (J; 0: DefaultJournalBytes).
+	// See bounds.go.
+	JournalBytes uint64 `json:"journalBytes,omitempty"`
 }
 
 // Observer receives a worker's measurements (the host's metrics).
@@ -137,6 +140,9 @@ func (c *Config) validate() error {
 	if len(c.Token) < 16 {
 		errs = append(errs, errors.New("bearer token must be at least 16 bytes"))
 	}
+	if j := c.Timing.JournalBytes; j != 0 && j < MinJournalBytes {
+		errs = append(errs, fmt.Errorf("journalBytes must be at least %d, got %d", MinJournalBytes, j))
+	}
 	return errors.Join(errs...)
 }
 
@@ -157,11 +163,11 @@ func (c *Config) raftConfig() *raft.Config {
 	if t.SnapshotThreshold > 0 {
 		rc.SnapshotThreshold = t.SnapshotThreshold
 	}
-	if t.TrailingLogs > 0 {
-		rc.TrailingLogs = t.TrailingLogs
-	}
+	// Retention by bytes (bounds.go): the worker raises TrailingLogs to the
+	// newest entries that fit in the budget once it sees their sizes.
+	rc.TrailingLogs = c.journalBounds().initialTrailing()
 	rc.BatchApplyCh = true
-	rc.MaxAppendEntries = 256
+	rc.MaxAppendEntries = catchUpEntries
 	rc.NoLegacyTelemetry = true
 	return rc
 }

@@ -43,6 +43,10 @@ func (w *Worker) establish() {
 	if w.raft.State() != raft.Leader || w.raft.CurrentTerm() != term {
 		return
 	}
+	if err := w.commitLimits(); err != nil {
+		w.log.Warn("coordinator could not commit the volume's limits; not serving this term", "term", term, "error", err)
+		return
+	}
 	l := &leadership{term: term, barrier: w.raft.AppliedIndex(), nextIno: w.fsm.NextIno()}
 	w.lead.Store(l)
 	w.log.Info("coordinating", "term", term, "applied", l.barrier)

@@ -65,9 +65,16 @@ func (w *Worker) propose(ops []wire.Op) wire.Reply {
 	}
 	// Allocation and enqueue happen under one lock so entries reach the log
 	// in allocation order.
-	fut := w.raft.Apply(wire.EncodeEntry(&en), w.cfg.ApplyTimeout)
+	data := wire.EncodeEntry(&en)
+	release, err := w.admit(len(data))
+	if err != nil {
+		w.propMu.Unlock()
+		return wire.Reply{Status: wire.StatusUnavailable, Message: err.Error()}
+	}
+	fut := w.raft.Apply(data, w.cfg.ApplyTimeout)
 	w.propMu.Unlock()
-	err := fut.Error()
+	err = fut.Error()
+	release()
 	switch {
 	case err == nil:
 	case errors.Is(err, raft.ErrNotLeader):
@@ -81,6 +88,14 @@ func (w *Worker) propose(ops []wire.Op) wire.Reply {
 	}
 	if w.cfg.Observer != nil {
 		w.cfg.Observer.CommitLatency(w.cfg.Volume, w.cfg.Replica, time.Since(start))
+	}
+	if err := w.fsm.Failed(); err != nil {
+		// The entry committed but this replica could not apply it: its
+		// results are not the group's, and the replica is stopping. The
+		// client retries under the same session and learns the committed
+		// outcome from the next coordinator.
+		return wire.Reply{Status: wire.StatusUncertain,
+			Message: fmt.Sprintf("entry committed but this replica could not apply it: %v", err)}
 	}
 	results, ok := fut.Response().([]wire.Result)
 	if !ok {

@@ -44,6 +44,8 @@ type Worker struct {
 	// follower sees it, and this worker's own last index.
 	view leaderView
 	mark atomic.Pointer[progressMark]
+	bounds   journalBounds
+	admitted admission
 
 	peersMu sync.RWMutex
 	peers   map[raft.ServerID]Peer // as this worker reaches them
@@ -73,7 +75,8 @@ func New(cfg Config) (*Worker, error) {
 		cfg.ApplyTimeout = 5 * time.Second
 	}
 	w := &Worker{cfg: cfg, log: cfg.Logger.With("volume", cfg.Volume, "replica", cfg.Replica),
-		peers: map[raft.ServerID]Peer{}, stop: make(chan struct{}), failed: make(chan struct{})}
+		peers: map[raft.ServerID]Peer{}, stop: make(chan struct{}), failed: make(chan struct{}),
+		bounds: cfg.journalBounds()}
 	w.peers[raft.ServerID(cfg.Self.ID)] = cfg.Self
 	for _, p := range cfg.Peers {
 		w.peers[raft.ServerID(p.ID)] = p
@@ -175,8 +178,9 @@ func (w *Worker) start() error {
 	if err := w.openRaft(hl, verdict.Fresh); err != nil {
 		return err
 	}
-	w.wg.Add(1)
+	w.wg.Add(2)
 	go w.watch()
+	go w.boundJournal()
 	return nil
 }
 
@@ -196,7 +200,6 @@ func (w *Worker) initialise(id journal.Identity) error {
 func (w *Worker) openFSM() error {
 	f, err := fsm.New(fsm.Options{
 		Dir:     w.cfg.DataDir,
-		Limits:  fsm.Limits{Capacity: w.cfg.Capacity, MaxSessions: w.cfg.MaxSessions},
 		Capture: w.cfg.Capture,
 		Logger:  w.log,
 		OnCheckpoint: func(n int64) {

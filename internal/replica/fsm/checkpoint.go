@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -56,10 +55,15 @@ type snapshot struct {
 	done  func()
 }
 
-// Snapshot captures the state at the last applied entry: metadata and a copy
-// of every backing file. Raft calls it between applies, so the copy is
-// consistent; Persist streams it while applies continue.
+// Snapshot captures the state at the last applied entry: metadata and a
+// hard link to every backing file (capture.go). Raft calls it between
+// applies, so the capture is consistent; Persist streams it while applies
+// continue. A failed state machine captures nothing: its state is not the
+// group's.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	if err := f.Failed(); err != nil {
+		return nil, fmt.Errorf("no checkpoint of a failed state machine: %w", err)
+	}
 	if f.opt.Capture != nil {
 		if !f.opt.Capture.TryAcquire() {
 			return nil, ErrCapturePending
@@ -92,34 +96,12 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	}
 	slices.Sort(s.files)
 	for _, ino := range s.files {
-		if err := copyFile(f.files.path(ino), filepath.Join(dir, strconv.FormatUint(ino, 16))); err != nil {
+		if err := captureFile(f.files.path(ino), filepath.Join(dir, strconv.FormatUint(ino, 16))); err != nil {
 			s.done()
 			return nil, fmt.Errorf("capture backing file of inode %d: %w", ino, err)
 		}
 	}
 	return s, nil
-}
-
-// copyFile copies a backing file; a missing one (never written) becomes an
-// empty copy.
-func copyFile(from, to string) error {
-	src, err := os.Open(from)
-	if errors.Is(err, fs.ErrNotExist) {
-		return os.WriteFile(to, nil, 0o600)
-	}
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	dst, err := os.Create(to)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		dst.Close()
-		return err
-	}
-	return dst.Close()
 }
 
 // Persist streams the checkpoint to the snapshot store.

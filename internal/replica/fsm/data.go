@@ -31,7 +31,7 @@ func (f *FSM) grow(n *inode, size uint64) uint32 {
 	if size > maxFileSize {
 		return uint32(syscall.EFBIG)
 	}
-	if size > n.Attr.Size && f.st.Used+size-n.Attr.Size > f.opt.Limits.Capacity {
+	if size > n.Attr.Size && f.st.Used+size-n.Attr.Size > f.limits().Capacity {
 		return uint32(syscall.ENOSPC)
 	}
 	return 0
@@ -57,7 +57,7 @@ func (f *FSM) write(op *wire.Op) wire.Result {
 	if e := f.grow(n, end); e != 0 {
 		return wire.Result{Errno: e}
 	}
-	fh, err := f.files.get(op.Ino)
+	fh, err := f.writable(op.Ino)
 	if err == nil {
 		_, err = fh.WriteAt(op.Data, int64(op.Offset))
 	}
@@ -81,7 +81,7 @@ func (f *FSM) truncate(ino, size uint64, now int64) wire.Result {
 	if e := f.grow(n, size); e != 0 {
 		return wire.Result{Errno: e}
 	}
-	fh, err := f.files.get(ino)
+	fh, err := f.writable(ino)
 	if err == nil {
 		err = fh.Truncate(int64(size))
 	}
@@ -116,7 +116,7 @@ func (f *FSM) fallocate(op *wire.Op) wire.Result {
 			return wire.Result{Errno: e}
 		}
 	}
-	fh, err := f.files.get(op.Ino)
+	fh, err := f.writable(op.Ino)
 	if err == nil {
 		err = unix.Fallocate(int(fh.Fd()), op.Flags, int64(op.Offset), int64(op.Size))
 		if errors.Is(err, syscall.EOPNOTSUPP) {

@@ -21,6 +21,9 @@ func (f *FSM) Digest() (uint64, string, error) {
 	u(f.st.NextIno)
 	u(f.st.Used)
 	u(f.st.Fence)
+	lim := f.limits()
+	u(lim.Capacity)
+	u(uint64(lim.MaxSessions))
 	inos := make([]uint64, 0, len(f.st.Inodes))
 	for ino := range f.st.Inodes {
 		inos = append(inos, ino)

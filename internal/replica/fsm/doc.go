@@ -6,7 +6,9 @@
 // table), and answers queries from that state. Everything an entry changes is
 // a function of the entry and the previous state: inode numbers and times come
 // from the entry (stamped by the coordinator), sessions are evicted by log
-// index, and capacity is accounted in logical bytes.
+// index, and capacity is accounted in logical bytes. The capacity and the
+// session table's size are themselves replicated state (limits.go), never
+// a replica's own configuration.
 //
 // Durability is the journal's and the checkpoint's, not the tree's: on every
 // start the tree is discarded and rebuilt from the latest verified checkpoint

@@ -64,6 +64,14 @@ func (c *fileCache) put(ino uint64, fh *os.File) {
 	c.open[ino] = fh
 }
 
+// forget closes ino's cached handle, if any (its name is about to change).
+func (c *fileCache) forget(ino uint64) {
+	if fh := c.open[ino]; fh != nil {
+		fh.Close()
+		delete(c.open, ino)
+	}
+}
+
 func (c *fileCache) remove(ino uint64) error {
 	if fh := c.open[ino]; fh != nil {
 		fh.Close()

@@ -16,17 +16,9 @@ import (
 	"github.com/cellfleet/cellfleet/internal/replica/wire"
 )
 
-// Limits bounds the state machine.
-type Limits struct {
-	Capacity    uint64 // logical bytes of file data; ENOSPC beyond
-	MaxSessions int    // exactly-once sessions kept (least recently used evicted)
-	MaxWindow   int    // unacknowledged results kept per session
-}
-
-// DefaultLimits returns the limits used when a field is zero.
-func DefaultLimits() Limits {
-	return Limits{Capacity: 1 << 30, MaxSessions: 256, MaxWindow: 1024}
-}
+// DefaultMaxWindow is the number of unacknowledged results kept per
+// session when Options.MaxWindow is zero.
+const DefaultMaxWindow = 1024
 
 // Capture bounds concurrent checkpoint captures across a host. Acquire
 // returns false when no slot is free; the capture is then retried at the
@@ -38,10 +30,14 @@ type Capture interface {
 
 // Options configures an FSM.
 type Options struct {
-	Dir     string // the replica's data directory; the FSM owns Dir/tree, Dir/staging, Dir/captures
-	Limits  Limits
-	Capture Capture // nil: unbounded
-	Logger  *slog.Logger
+	Dir string // the replica's data directory; the FSM owns Dir/tree, Dir/staging, Dir/captures
+	// MaxWindow bounds the unacknowledged results kept per session (0:
+	// DefaultMaxWindow). It only refuses a call (ErrnoWindowFull) and must be
+	// the same on every replica; the volume's capacity and session table are
+	// replicated (Limits).
+	MaxWindow int
+	Capture   Capture // nil: unbounded
+	Logger    *slog.Logger
 	// OnCheckpoint reports a captured checkpoint's size in bytes.
 	OnCheckpoint func(bytes int64)
 	// OnRestore reports how long installing a checkpoint took.
@@ -73,15 +69,8 @@ type FSM struct {
 // New discards any tree left by a previous run (the journal and checkpoints
 // are the authority) and returns an empty state machine.
 func New(opt Options) (*FSM, error) {
-	def := DefaultLimits()
-	if opt.Limits.Capacity == 0 {
-		opt.Limits.Capacity = def.Capacity
-	}
-	if opt.Limits.MaxSessions <= 0 {
-		opt.Limits.MaxSessions = def.MaxSessions
-	}
-	if opt.Limits.MaxWindow <= 0 {
-		opt.Limits.MaxWindow = def.MaxWindow
+	if opt.MaxWindow <= 0 {
+		opt.MaxWindow = DefaultMaxWindow
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
@@ -187,6 +176,9 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
+	if lim, ok := decodeSetLimits(l.Data); ok {
+		return f.applyLimits(l.Index, lim)
+	}
 	en, err := wire.DecodeEntry(l.Data)
 	if err != nil {
 		// Deterministic on every replica: the same bytes fail the same way.
@@ -234,7 +226,7 @@ func (f *FSM) applyOnce(index uint64, now int64, op *wire.Op) wire.Result {
 	if f.st.superseded(op.Epoch) {
 		return wire.Result{Errno: wire.ErrnoFenced}
 	}
-	if len(s.Results) >= f.opt.Limits.MaxWindow {
+	if len(s.Results) >= f.opt.MaxWindow {
 		return wire.Result{Errno: wire.ErrnoWindowFull}
 	}
 	if op.Time == 0 {
@@ -251,7 +243,13 @@ func (f *FSM) register(index, id uint64) {
 		return
 	}
 	f.st.Sessions[id] = &session{ID: id, LastUsed: index, Results: map[uint64]wire.Result{}}
-	for len(f.st.Sessions) > f.opt.Limits.MaxSessions {
+	f.evictSessions()
+}
+
+// evictSessions drops the least recently used sessions beyond the table's
+// replicated size.
+func (f *FSM) evictSessions() {
+	for len(f.st.Sessions) > f.limits().MaxSessions {
 		var victim *session
 		for _, s := range f.st.Sessions {
 			if victim == nil || s.LastUsed < victim.LastUsed || (s.LastUsed == victim.LastUsed && s.ID < victim.ID) {

@@ -26,12 +26,15 @@ type harness struct {
 
 func newHarness(t *testing.T, lim Limits) *harness {
 	t.Helper()
-	f, err := New(Options{Dir: t.TempDir(), Limits: lim})
+	f, err := New(Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.Close)
 	h := &harness{t: t, f: f, ino: 100}
+	if lim != (Limits{}) {
+		h.setLimits(lim)
+	}
 	h.entry(wire.Op{Kind: wire.KindRegister, Session: testSession})
 	return h
 }

@@ -66,7 +66,7 @@ func (f *FSM) Query(op *wire.Op) wire.Result {
 		}
 		return wire.Result{Names: sortedKeys(n.Xattrs)}
 	case wire.KindStatfs:
-		return wire.Result{StatFs: wire.StatFs{Capacity: f.opt.Limits.Capacity, Used: f.st.Used,
+		return wire.Result{StatFs: wire.StatFs{Capacity: f.limits().Capacity, Used: f.st.Used,
 			Inodes: uint64(len(f.st.Inodes))}}
 	default:
 		return errno(syscall.EINVAL)

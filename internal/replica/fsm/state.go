@@ -36,6 +36,9 @@ type state struct {
 	// Fence is the newest fencing epoch issued (fence.go); operations of
 	// older epochs are refused.
 	Fence uint64
+	// Limits are the volume's replicated limits; nil until a limits
+	// command applies (DefaultLimits hold meanwhile).
+	Limits *Limits
 }
 
 func newState(now int64) *state {

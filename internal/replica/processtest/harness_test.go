@@ -59,6 +59,8 @@ type clusterOpts struct {
 	// directory. It runs before any process starts; its cleanups run after
 	// the processes are killed.
 	disk func(t testing.TB, i int) string
+	// configure edits replica i's host file before its first start.
+	configure func(i int, f *host.StandaloneFile)
 }
 
 type cluster struct {
@@ -134,6 +136,13 @@ func startCluster(t testing.TB, o clusterOpts) *cluster {
 	}
 	if o.disk != nil {
 		c.placeOnDisks()
+	}
+	if o.configure != nil {
+		for i := 0; i < o.replicas; i++ {
+			f := c.hostFile(i)
+			o.configure(i, &f)
+			c.writeHostFile(i, f)
+		}
 	}
 	if o.proxied {
 		c.insertProxies()

@@ -1,0 +1,137 @@
+package replica
+
+// The journal is bounded by bytes, not only by entries (issue 11, item 2).
+// hashicorp/raft retains and compacts by entry count while one entry may
+// carry maxEntryBytes, so three bounds are kept here:
+//
+//   - The journal stays under JournalBytes (J). The worker checkpoints when
+//     its journal passes J/2 (raft.Snapshot, besides raft's own count
+//     trigger), and a coordinator refuses new proposals (unavailable, the
+//     client retries) while its journal plus what it has admitted but not
+//     yet stored would pass J. A follower's journal holds only entries the
+//     coordinator's did and it checkpoints at the same J/2.
+//   - The entries a checkpoint leaves behind (raft's TrailingLogs) are the
+//     newest that fit in J/8 bytes, recomputed from the journal's own frame
+//     sizes before every check, and never more than the configured count.
+//   - One catch-up request carries at most catchUpEntries entries, so a
+//     follower decodes at most catchUpEntries × maxEntryBytes at once.
+//
+// docs/replica-engine.md ("Disk and memory bounds") states the resulting
+// disk formula.
+
+import (
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/cellfleet/cellfleet/internal/replica/fsm"
+	"github.com/cellfleet/cellfleet/internal/replica/wire"
+)
+
+const (
+	// maxEntryBytes bounds one journal entry: a call's data plus every
+	// operation's names and fixed fields.
+	maxEntryBytes = wire.MaxData + wire.MaxOps<<10
+	// catchUpEntries is raft's MaxAppendEntries: with maxEntryBytes per
+	// entry one request stays under 80 MiB.
+	catchUpEntries = 16
+	// DefaultJournalBytes is J when Timing.JournalBytes is zero.
+	DefaultJournalBytes = 256 << 20
+	// MinJournalBytes keeps room for a checkpoint's trailing entries and
+	// a full catch-up request beside the trigger.
+	MinJournalBytes = 64 << 20
+	// boundInterval is how often a worker compares its journal with the
+	// bound; a checkpoint takes longer than this.
+	boundInterval = 250 * time.Millisecond
+)
+
+// journalBounds are a worker's byte bounds, derived from J.
+type journalBounds struct {
+	limit    int64 // J: the coordinator admits nothing beyond it
+	trigger  int64 // a checkpoint is taken past it
+	trailing int64 // bytes of entries a checkpoint leaves behind
+	maxCount uint64
+}
+
+func (c *Config) journalBounds() journalBounds {
+	j := int64(c.Timing.JournalBytes)
+	if j == 0 {
+		j = DefaultJournalBytes
+	}
+	maxCount := c.Timing.TrailingLogs
+	if maxCount == 0 {
+		maxCount = raft.DefaultConfig().TrailingLogs
+	}
+	return journalBounds{limit: j, trigger: j / 2, trailing: j / 8, maxCount: maxCount}
+}
+
+// initialTrailing is TrailingLogs before the journal's sizes are known:
+// as if every entry were as large as it may be.
+func (b journalBounds) initialTrailing() uint64 {
+	return max(1, min(b.maxCount, uint64(b.trailing/maxEntryBytes)))
+}
+
+// admission counts proposal bytes a coordinator admitted that its journal
+// has not stored yet.
+type admission struct{ pending atomic.Int64 }
+
+// ErrJournalFull: the coordinator's journal is at its byte bound until
+// the checkpoint under way compacts it.
+var ErrJournalFull = errors.New("journal at its byte bound; a checkpoint is compacting it")
+
+// admit reserves n bytes of journal or refuses.
+func (w *Worker) admit(n int) (release func(), err error) {
+	total := w.admitted.pending.Add(int64(n))
+	if w.wal.Bytes()+total > w.bounds.limit {
+		w.admitted.pending.Add(-int64(n))
+		return nil, ErrJournalFull
+	}
+	return func() { w.admitted.pending.Add(-int64(n)) }, nil
+}
+
+// boundJournal keeps the trailing entries within their byte budget and
+// checkpoints when the journal passes its trigger.
+func (w *Worker) boundJournal() {
+	defer w.wg.Done()
+	t := time.NewTicker(boundInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-w.failed:
+			return
+		case <-t.C:
+		}
+		w.retainTrailing()
+		if w.wal.Bytes() < w.bounds.trigger {
+			continue
+		}
+		err := w.raft.Snapshot().Error()
+		switch {
+		case err == nil:
+			w.log.Debug("checkpoint taken at the journal's byte trigger", "journalBytes", w.wal.Bytes())
+		case errors.Is(err, raft.ErrNothingNewToSnapshot), errors.Is(err, fsm.ErrCapturePending):
+		case errors.Is(err, raft.ErrRaftShutdown):
+			return
+		default:
+			w.log.Warn("checkpoint at the journal's byte trigger failed", "journalBytes", w.wal.Bytes(), "error", err)
+		}
+	}
+}
+
+// retainTrailing sets raft's TrailingLogs to the newest entries that fit in
+// the trailing budget.
+func (w *Worker) retainTrailing() {
+	want := max(1, min(w.bounds.maxCount, w.wal.NewestWithin(w.bounds.trailing)))
+	rc := w.raft.ReloadableConfig()
+	if rc.TrailingLogs == want {
+		return
+	}
+	rc.TrailingLogs = want
+	if err := w.raft.ReloadConfig(rc); err != nil {
+		w.log.Warn("bounding the trailing entries failed", "trailingLogs", want, "error", err)
+	}
+}
