@@ -42,8 +42,8 @@ type Worker struct {
 	progress progress
 	// view and mark feed Health: the coordinator's commit index as a
 	// follower sees it, and this worker's own last index.
-	view leaderView
-	mark atomic.Pointer[progressMark]
+	view     leaderView
+	mark     atomic.Pointer[progressMark]
 	bounds   journalBounds
 	admitted admission
 
