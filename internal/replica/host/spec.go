@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cellfleet/cellfleet/internal/replica"
+	"github.com/cellfleet/cellfleet/internal/replica/fsm"
 )
 
 // WorkerSpec describes one worker to host. It is the unit of the standalone
@@ -40,9 +41,9 @@ type WorkerSpec struct {
 	AwaitDataDir bool `json:"awaitDataDir,omitempty"`
 }
 
-// MaxSessionsLimit bounds WorkerSpec.MaxSessions: every session holds up to
-// 1,024 results in memory and in each checkpoint.
-const MaxSessionsLimit = 65536
+// MaxSessionsLimit bounds WorkerSpec.MaxSessions: the state machine's own
+// bound on the replicated session table (a spec past it could never commit).
+const MaxSessionsLimit = fsm.MaxSessionsLimit
 
 // Key identifies a worker on a host.
 func (s WorkerSpec) Key() string { return s.Volume + "/" + s.Replica }
