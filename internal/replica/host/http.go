@@ -49,18 +49,32 @@ type apiError struct {
 
 func fail(w http.ResponseWriter, code int, err error) { reply(w, code, apiError{Error: err.Error()}) }
 
-// readyz is ready when no worker is still pending or starting and every
-// running worker is healthy (replica.Worker.Health).
+// readyz is ready when every worker serves as a working member: none is
+// still pending or starting, none failed or lost its authority, and every
+// running one is healthy (replica.Worker.Health: its appends succeed and
+// its journal keeps up). A host must never look ready while one of its
+// replicas cannot carry its share of a quorum. A stopped worker is being
+// removed by the host and does not count.
 func (h *Host) readyz(w http.ResponseWriter, _ *http.Request) {
 	sts := h.Statuses()
 	code := http.StatusOK
 	for _, s := range sts {
-		unhealthy := s.State == replica.ReplicaStateRunning && !s.Healthy
-		if s.State == replica.ReplicaStatePending || s.State == replica.ReplicaStateStarting || unhealthy {
+		if !servesAsMember(s) {
 			code = http.StatusServiceUnavailable
 		}
 	}
 	reply(w, code, sts)
+}
+
+func servesAsMember(s Status) bool {
+	switch s.State {
+	case replica.ReplicaStateRunning:
+		return s.Healthy
+	case replica.ReplicaStateStopped:
+		return true
+	default:
+		return false
+	}
 }
 
 func (h *Host) listWorkers(w http.ResponseWriter, _ *http.Request) {

@@ -1,6 +1,7 @@
 package processtest
 
 import (
+	"net/http"
 	"bytes"
 	"context"
 	"errors"
@@ -97,6 +98,9 @@ func TestCoordinatorWhoseDiskFailsStopsServingAndTheCommittedOutcomeIsTheGroups(
 	}
 	st := c.waitState(leader, replica.ReplicaStateFailed, 15*time.Second)
 	t.Logf("failed coordinator r%d reports %s: %s", leader, st.State, st.Reason)
+	if code := readyzOf(t, c, leader); code != http.StatusServiceUnavailable {
+		t.Fatalf("the host of the replica whose disk failed answers /readyz %d, want 503", code)
+	}
 	if got := readAll(t, cl, victim); !bytes.Equal(got, payload) {
 		t.Fatalf("the committed write reads back %d bytes, want %d", len(got), len(payload))
 	}

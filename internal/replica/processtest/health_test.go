@@ -172,3 +172,14 @@ func TestFollowerWhoseAppendsFailReportsUnhealthyAndNotReady(t *testing.T) {
 	expectRecords(t, cl, ino, n)
 	c.converged(20*time.Second, 0, 1, 2)
 }
+
+// readyzOf is the status code of host i's /readyz.
+func readyzOf(t testing.TB, c *cluster, i int) int {
+	t.Helper()
+	resp, err := httpc.Get("http://" + c.status[i] + "/readyz")
+	if err != nil {
+		t.Fatalf("/readyz of r%d: %v", i, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
