@@ -34,7 +34,7 @@ func TestFollowerWhoseDiskStallsReportsUnhealthyAndNotReady(t *testing.T) {
 	t.Cleanup(frozen.Thaw)
 	n := 20
 	start := time.Now()
-	deadline := start.Add(StallReportWithin)
+	deadline := start.Add(stallReportWithin)
 	for {
 		// Writes go on with the coordinator and the other follower.
 		appendRecords(t, cl, ino, n, n+10)
@@ -48,7 +48,7 @@ func TestFollowerWhoseDiskStallsReportsUnhealthyAndNotReady(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("r%d's disk is frozen (%d operations blocked) but after %s it reports status Healthy=%s (%s), /readyz %d, cellfleet_replica_healthy %s (err %v)",
-				f, frozen.Blocked(), StallReportWithin, h.status, h.reason, h.readyz, h.metric, err)
+				f, frozen.Blocked(), stallReportWithin, h.status, h.reason, h.readyz, h.metric, err)
 		}
 	}
 	t.Logf("r%d reported its stall %s after its disk froze (%d records written meanwhile)", f, time.Since(start).Round(10*time.Millisecond), n-20)
@@ -67,7 +67,7 @@ func TestFollowerWhoseDiskStallsReportsUnhealthyAndNotReady(t *testing.T) {
 	c.converged(20*time.Second, 0, 1, 2)
 }
 
-// StallReportWithin bounds how long a stalled follower may go unreported:
+// stallReportWithin bounds how long a stalled follower may go unreported:
 // replica.StallAfter plus the health sampling and a margin for a loaded
 // machine.
-const StallReportWithin = 10 * time.Second
+const stallReportWithin = 10 * time.Second
