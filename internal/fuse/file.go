@@ -16,6 +16,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
+
+	"github.com/cellfleet/cellfleet/internal/replica/wire"
 )
 
 type handle struct {
@@ -100,6 +102,12 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	if h.fsys.opt.ReadOnly {
 		return 0, syscall.EROFS
+	}
+	// The engine refuses a write past the largest file whole, with EFBIG;
+	// refuse it here too, before write-behind would answer it as queued
+	// and leave the refusal to a close.
+	if uint64(off) > wire.MaxFileSize || uint64(len(data)) > wire.MaxFileSize-uint64(off) {
+		return 0, syscall.EFBIG
 	}
 	if wb := h.fsys.wb; wb != nil {
 		if err := wb.write(h.in, h.errs, uint64(off), data); err != nil {

@@ -18,7 +18,7 @@ import (
 )
 
 // StallAfter is how long a follower's journal may stay behind what the
-// coordinator committed without advancing before the worker reports itself
+// coordinator committed (or sent it) without advancing before the worker reports itself
 // unhealthy. A follower catching up advances every few milliseconds; one
 // receiving a long checkpoint transfer is reported unhealthy meanwhile,
 // which is true: it cannot yet take part in a quorum.
@@ -34,9 +34,47 @@ type Health struct {
 }
 
 // leaderView is what a follower learns of the coordinator from the
-// AppendEntries it receives: the coordinator's commit index.
+// AppendEntries it receives: the coordinator's commit index, and the last
+// entry the coordinator sent it in the current term. A follower whose disk
+// stops moving learns nothing more of the commit index: raft's heartbeats
+// carry none, and the coordinator sends the next entries only once the
+// stuck append is answered. The entries already in hand are what shows the
+// stall: a working follower stores them within milliseconds.
 type leaderView struct {
 	commit atomic.Uint64
+	mu     sync.Mutex
+	sent   termIndex // guarded by mu
+}
+
+type termIndex struct{ term, index uint64 }
+
+// saw notes one AppendEntries. Within a term the coordinator's log only
+// grows, so the highest entry sent in the term is one the follower must
+// hold; a newer term's coordinator may have a shorter log, so it starts over.
+func (v *leaderView) saw(req *raft.AppendEntriesRequest) {
+	v.commit.Store(req.LeaderCommitIndex)
+	n := len(req.Entries)
+	if n == 0 {
+		return
+	}
+	last := req.Entries[n-1].Index
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if req.Term > v.sent.term || req.Term == v.sent.term && last > v.sent.index {
+		v.sent = termIndex{term: req.Term, index: last}
+	}
+}
+
+// target is the index this follower's journal must reach: the commit index
+// it knows, or the last entry sent to it in term, whichever is higher.
+func (v *leaderView) target(term uint64) uint64 {
+	t := v.commit.Load()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.sent.term == term {
+		t = max(t, v.sent.index)
+	}
+	return t
 }
 
 // inbound relays the RPCs raft consumes, noting the coordinator's commit
@@ -61,7 +99,7 @@ func (in *inbound) relay(src <-chan raft.RPC) {
 		select {
 		case rpc := <-src:
 			if req, ok := rpc.Command.(*raft.AppendEntriesRequest); ok {
-				in.view.commit.Store(req.LeaderCommitIndex)
+				in.view.saw(req)
 			}
 			select {
 			case in.out <- rpc:
@@ -75,7 +113,7 @@ func (in *inbound) relay(src <-chan raft.RPC) {
 }
 
 // progressMark is the worker's own last index, whether the coordinator had
-// committed past it, and since when both have been so.
+// committed or sent entries past it, and since when both have been so.
 type progressMark struct {
 	index  uint64
 	behind bool
@@ -87,7 +125,7 @@ type progressMark struct {
 // is not stalled the moment new entries are committed).
 func (w *Worker) sampleProgress(r *raft.Raft) {
 	idx := r.LastIndex()
-	behind := w.view.commit.Load() > idx
+	behind := w.view.target(r.CurrentTerm()) > idx
 	m := w.mark.Load()
 	if m == nil || m.index != idx || m.behind != behind {
 		w.mark.Store(&progressMark{index: idx, behind: behind, at: time.Now()})
@@ -108,10 +146,10 @@ func (w *Worker) Health() Health {
 		return Health{Healthy: true}
 	}
 	m := w.mark.Load()
-	committed := w.view.commit.Load()
-	if m != nil && m.behind && committed > m.index && time.Since(m.at) > StallAfter {
-		return Health{Reason: fmt.Sprintf("journal stalled at index %d for %s while the coordinator committed %d",
-			m.index, time.Since(m.at).Round(time.Second), committed)}
+	target := w.view.target(r.CurrentTerm())
+	if m != nil && m.behind && target > m.index && time.Since(m.at) > StallAfter {
+		return Health{Reason: fmt.Sprintf("journal stalled at index %d for %s while the coordinator committed or sent up to %d",
+			m.index, time.Since(m.at).Round(time.Second), target)}
 	}
 	return Health{Healthy: true}
 }

@@ -40,8 +40,9 @@ type Worker struct {
 	verify verifier
 	// progress is the coordinator's record of its followers' journals.
 	progress progress
-	// view and mark feed Health: the coordinator's commit index as a
-	// follower sees it, and this worker's own last index.
+	// view and mark feed Health: the coordinator's commit index and the
+	// entries it sent, as a follower sees them, and this worker's own last
+	// index.
 	view     leaderView
 	mark     atomic.Pointer[progressMark]
 	bounds   journalBounds

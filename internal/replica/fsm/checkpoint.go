@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/cellfleet/cellfleet/internal/replica/wire"
 )
 
 var checkpointMagic = [8]byte{'C', 'F', 'C', 'K', 'P', 'T', 0, 1}
@@ -282,7 +284,7 @@ func stageFiles(tr io.Reader, hdr []byte, dir string) error {
 		}
 		ino := binary.BigEndian.Uint64(hdr[1:9])
 		size := binary.BigEndian.Uint64(hdr[9:17])
-		if size > maxFileSize {
+		if size > wire.MaxFileSize {
 			return fmt.Errorf("%w: file size %d", ErrCheckpointCorrupt, size)
 		}
 		fh, err := os.Create(filepath.Join(dir, strconv.FormatUint(ino, 16)))

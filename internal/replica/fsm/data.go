@@ -9,9 +9,6 @@ import (
 	"github.com/cellfleet/cellfleet/internal/replica/wire"
 )
 
-// maxFileSize bounds offsets so that off+len never overflows.
-const maxFileSize = 1 << 50
-
 // regular returns the regular file ino or the errno Linux reports.
 func (f *FSM) regular(ino uint64) (*inode, uint32) {
 	n := f.st.Inodes[ino]
@@ -28,7 +25,7 @@ func (f *FSM) regular(ino uint64) (*inode, uint32) {
 
 // grow checks that n may become size bytes within the volume's capacity.
 func (f *FSM) grow(n *inode, size uint64) uint32 {
-	if size > maxFileSize {
+	if size > wire.MaxFileSize {
 		return uint32(syscall.EFBIG)
 	}
 	if size > n.Attr.Size && f.st.Used+size-n.Attr.Size > f.limits().Capacity {
@@ -51,7 +48,7 @@ func (f *FSM) write(op *wire.Op) wire.Result {
 		op.Offset = n.Attr.Size
 	}
 	end := op.Offset + uint64(len(op.Data))
-	if op.Offset > maxFileSize || end > maxFileSize {
+	if op.Offset > wire.MaxFileSize || end > wire.MaxFileSize {
 		return errno(syscall.EFBIG)
 	}
 	if e := f.grow(n, end); e != 0 {
@@ -101,7 +98,7 @@ func (f *FSM) fallocate(op *wire.Op) wire.Result {
 	}
 	// Bounds first: off+len must not overflow, and a backing-file call with
 	// arguments it rejects would stop the replica as a disk failure.
-	if op.Size == 0 || op.Offset > maxFileSize || op.Size > maxFileSize || op.Offset+op.Size > maxFileSize {
+	if op.Size == 0 || op.Offset > wire.MaxFileSize || op.Size > wire.MaxFileSize || op.Offset+op.Size > wire.MaxFileSize {
 		return errno(syscall.EINVAL)
 	}
 	end := op.Offset + op.Size

@@ -16,6 +16,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/cellfleet/cellfleet/internal/replica/wire"
 )
 
 // Limits are the volume's replicated limits.
@@ -60,7 +62,7 @@ func decodeSetLimits(data []byte) (Limits, bool) {
 }
 
 func (l Limits) validate() error {
-	if l.Capacity == 0 || l.Capacity > maxFileSize {
+	if l.Capacity == 0 || l.Capacity > wire.MaxFileSize {
 		return fmt.Errorf("%w: capacity %d out of range", ErrLimitsRefused, l.Capacity)
 	}
 	if l.MaxSessions < 1 || l.MaxSessions > MaxSessionsLimit {

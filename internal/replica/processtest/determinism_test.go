@@ -1,10 +1,10 @@
 package processtest
 
 import (
-	"net/http"
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"

@@ -20,6 +20,12 @@ const (
 	MaxSymlink    = 4095
 )
 
+// MaxFileSize is the largest file the volume holds (1 PiB): offsets and
+// sizes stay far from overflowing off+len. The state machine refuses a
+// write, truncate or allocation past it with EFBIG (EINVAL for fallocate),
+// and the mount refuses such a write before queueing it.
+const MaxFileSize = 1 << 50
+
 // ErrMalformed reports input that does not decode.
 var ErrMalformed = errors.New("malformed message")
 

@@ -45,6 +45,7 @@ func (f *file) Read(ctx context.Context, buf []byte, off int64) (fuse.ReadResult
 }
 
 func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	f.p.pass()
 	n, errno := f.lf.Write(ctx, data, off)
 	if n > 0 {
 		f.mark(off, off+int64(n))
@@ -53,6 +54,7 @@ func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, sysca
 }
 
 func (f *file) Writev(ctx context.Context, data [][]byte, off int64) (uint32, syscall.Errno) {
+	f.p.pass()
 	n, errno := f.lf.Writev(ctx, data, off)
 	if n > 0 {
 		f.mark(off, off+int64(n))
@@ -61,6 +63,7 @@ func (f *file) Writev(ctx context.Context, data [][]byte, off int64) (uint32, sy
 }
 
 func (f *file) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
+	f.p.pass()
 	errno := f.lf.Allocate(ctx, off, size, mode)
 	if errno == 0 {
 		f.mark(int64(off), int64(off+size))
@@ -123,5 +126,6 @@ func (d *dir) Releasedir(ctx context.Context, flags uint32) {
 }
 
 func (d *dir) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
+	d.n.p.pass()
 	return d.n.p.syncDir(d.n.backing())
 }

@@ -16,7 +16,8 @@ import (
 // changes mark their directories, fsync copies the current state into the
 // durable image. The operation itself always goes through to the backing
 // directory first, and is recorded only once it happened, so a sync that
-// races it either copies it or leaves it marked.
+// races it either copies it or leaves it marked. Each of them first passes
+// the freeze gate (freeze.go).
 type node struct {
 	*fs.LoopbackNode
 	p *FS
@@ -78,6 +79,7 @@ func (n *node) born(name string) syscall.Errno {
 }
 
 func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	n.p.pass()
 	var before unix.Stat_t
 	existed := unix.Lstat(filepath.Join(n.backing(), name), &before) == nil
 	ch, fh, fflags, errno := n.LoopbackNode.Create(ctx, name, flags, mode, out)
@@ -96,6 +98,7 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	var before unix.Stat_t
 	if flags&syscall.O_TRUNC != 0 {
+		n.p.pass()
 		if err := unix.Lstat(n.backing(), &before); err != nil {
 			return nil, 0, fs.ToErrno(err)
 		}
@@ -109,6 +112,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	n.p.pass()
 	ch, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
 	if errno == 0 {
 		errno = n.born(name)
@@ -117,6 +121,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 }
 
 func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	n.p.pass()
 	if mode&syscall.S_IFMT != syscall.S_IFREG {
 		return nil, syscall.ENOTSUP // devices, fifos and sockets are not modelled
 	}
@@ -128,6 +133,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 }
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	n.p.pass()
 	ch, errno := n.LoopbackNode.Symlink(ctx, target, name, out)
 	if errno == 0 {
 		errno = n.born(name)
@@ -136,6 +142,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 }
 
 func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	n.p.pass()
 	ch, errno := n.LoopbackNode.Link(ctx, target, name, out)
 	if errno == 0 {
 		n.changed()
@@ -144,6 +151,7 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	n.p.pass()
 	errno := n.LoopbackNode.Unlink(ctx, name)
 	if errno == 0 {
 		n.changed()
@@ -152,6 +160,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 }
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	n.p.pass()
 	errno := n.LoopbackNode.Rmdir(ctx, name)
 	if errno == 0 {
 		n.changed()
@@ -160,6 +169,7 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 }
 
 func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	n.p.pass()
 	errno := n.LoopbackNode.Rename(ctx, name, newParent, newName, flags)
 	if errno == 0 {
 		n.changed()
@@ -182,6 +192,7 @@ func (n *node) CopyFileRange(ctx context.Context, fhIn fs.FileHandle, offIn uint
 }
 
 func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	n.p.pass()
 	fh, _ := f.(*file)
 	var inner fs.FileHandle
 	if fh != nil {
@@ -211,6 +222,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 // and fsync are the same here: attributes other than the size are not
 // modelled.
 func (n *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall.Errno {
+	n.p.pass()
 	if n.StableAttr().Mode&syscall.S_IFMT == syscall.S_IFDIR {
 		return n.p.syncDir(n.backing())
 	}

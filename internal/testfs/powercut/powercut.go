@@ -21,6 +21,8 @@ type FS struct {
 	mu  sync.Mutex // guards m and every record in it
 	m   *model
 	srv *fuse.Server
+
+	gate gate // Freeze and Thaw (freeze.go)
 }
 
 // Mount mounts a power-cut view of backing (an existing directory, taken
@@ -152,6 +154,8 @@ func (p *FS) unmount() error {
 	if p.srv == nil {
 		return nil
 	}
+	// An operation blocked on a freeze would keep the mount busy forever.
+	p.Thaw()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		err := p.srv.Unmount()
