@@ -11,7 +11,7 @@ KUSTOMIZE      := $(BIN)/kustomize
 # KUBEBUILDER_ASSETS is computed only by the targets that need it (building the
 # apiserver takes minutes cold).
 ASSETS = $(shell hack/envtest-assets.sh)
-GOTEST_FLAGS ?= -race -count=1
+GOTEST_FLAGS ?= -race -count=1 -timeout 30m
 PKGS ?= ./... ./test/e2e/cluster/... ./test/e2e/load/...
 
 .PHONY: help
@@ -73,6 +73,9 @@ test-envtest: ## only the suites that run on the real API server
 .PHONY: bench
 bench: ## benchmarks, written as ratios against a baseline of the same run
 	go test -run '^$$' -bench . -benchmem -count=1 -timeout 60m $(PKGS)
+	@# the log-store comparison (docs/decisions/0001-log-store.md) is its own
+	@# module, so raft-wal never becomes a dependency of cellfleet
+	cd test/logstorebench && GOWORK=off go test -run '^$$' -bench . -benchtime 2000x -count=1
 
 .PHONY: check
 check: manifests-check lint test ## what CI runs
