@@ -155,7 +155,7 @@ func (r *Reconciler) replaceMember(ctx context.Context, f *celldv1alpha1.CelldFl
 	}
 
 	// 3. acknowledged: mark committed
-	if err := r.updateHold(ctx, pod, func(p *corev1.Pod) bool {
+	if err := r.updatePod(ctx, pod, func(p *corev1.Pod) bool {
 		cur, ok := readRecord(p)
 		if !ok || cur.Phase != phasePrepared || cur.ClaimUID != rec.ClaimUID {
 			return false
@@ -308,7 +308,7 @@ func claimFingerprint(c *corev1.PersistentVolumeClaim) string {
 
 // releaseHold removes the operator's finalizer, record and index label.
 func (r *Reconciler) releaseHold(ctx context.Context, p *corev1.Pod) error {
-	err := r.updateHold(ctx, p, func(fresh *corev1.Pod) bool {
+	err := r.updatePod(ctx, p, func(fresh *corev1.Pod) bool {
 		_, labelled := fresh.Labels[celldv1alpha1.LabelReplacementFleet]
 		_, recorded := fresh.Annotations[celldv1alpha1.AnnotationReplacement]
 		if !labelled && !recorded && !hasFinalizer(fresh.Finalizers, celldv1alpha1.FinalizerReplacement) {
@@ -325,9 +325,9 @@ func (r *Reconciler) releaseHold(ctx context.Context, p *corev1.Pod) error {
 	return nil
 }
 
-// updateHold applies change to a fresh read of the Pod (same UID) and writes
+// updatePod applies change to a fresh read of the Pod (same UID) and writes
 // it, retrying conflicts from a fresh read. change returns false for no write.
-func (r *Reconciler) updateHold(ctx context.Context, p *corev1.Pod, change func(*corev1.Pod) bool) error {
+func (r *Reconciler) updatePod(ctx context.Context, p *corev1.Pod, change func(*corev1.Pod) bool) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		fresh := &corev1.Pod{}
 		if err := r.reader.Get(ctx, client.ObjectKeyFromObject(p), fresh); err != nil {
