@@ -44,6 +44,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
 )
@@ -125,7 +126,7 @@ func (r *Reconciler) replaceMember(ctx context.Context, f *celldv1alpha1.CelldFl
 		pod.Labels = map[string]string{}
 	}
 	pod.Labels[celldv1alpha1.LabelReplacementFleet] = string(f.UID)
-	pod.Finalizers = append(pod.Finalizers, celldv1alpha1.FinalizerReplacement)
+	controllerutil.AddFinalizer(pod, celldv1alpha1.FinalizerReplacement)
 	rec := handoffRecord{FleetUID: f.UID, OwnerUID: owner.UID, ClaimName: claim.Name, ClaimUID: claim.UID,
 		ClaimResourceVersion: claim.ResourceVersion, ClaimFingerprint: claimFingerprint(claim),
 		Phase: phasePrepared, Cause: cause}
@@ -311,12 +312,12 @@ func (r *Reconciler) releaseHold(ctx context.Context, p *corev1.Pod) error {
 	err := r.updatePod(ctx, p, func(fresh *corev1.Pod) bool {
 		_, labelled := fresh.Labels[celldv1alpha1.LabelReplacementFleet]
 		_, recorded := fresh.Annotations[celldv1alpha1.AnnotationReplacement]
-		if !labelled && !recorded && !hasFinalizer(fresh.Finalizers, celldv1alpha1.FinalizerReplacement) {
+		if !labelled && !recorded && !controllerutil.ContainsFinalizer(fresh, celldv1alpha1.FinalizerReplacement) {
 			return false
 		}
 		delete(fresh.Labels, celldv1alpha1.LabelReplacementFleet)
 		delete(fresh.Annotations, celldv1alpha1.AnnotationReplacement)
-		fresh.Finalizers = withoutFinalizer(fresh.Finalizers, celldv1alpha1.FinalizerReplacement)
+		controllerutil.RemoveFinalizer(fresh, celldv1alpha1.FinalizerReplacement)
 		return true
 	})
 	if err != nil {

@@ -122,22 +122,3 @@ const claimPodSkew = time.Second
 func claimLost(c *corev1.PersistentVolumeClaim) bool {
 	return c != nil && c.Status.Phase == corev1.ClaimLost && c.DeletionTimestamp == nil
 }
-
-func hasFinalizer(finalizers []string, name string) bool {
-	for _, f := range finalizers {
-		if f == name {
-			return true
-		}
-	}
-	return false
-}
-
-func withoutFinalizer(finalizers []string, name string) []string {
-	out := finalizers[:0:0]
-	for _, f := range finalizers {
-		if f != name {
-			out = append(out, f)
-		}
-	}
-	return out
-}

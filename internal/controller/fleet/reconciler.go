@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
 )
@@ -235,10 +236,9 @@ func (r *Reconciler) healMembers(ctx context.Context, f *celldv1alpha1.CelldFlee
 }
 
 func (r *Reconciler) ensureFinalizer(ctx context.Context, f *celldv1alpha1.CelldFleet) error {
-	if hasFinalizer(f.Finalizers, celldv1alpha1.FinalizerFleet) {
+	if !controllerutil.AddFinalizer(f, celldv1alpha1.FinalizerFleet) {
 		return nil
 	}
-	f.Finalizers = append(f.Finalizers, celldv1alpha1.FinalizerFleet)
 	if err := r.client.Update(ctx, f); err != nil {
 		return fmt.Errorf("add fleet finalizer: %w", err)
 	}
