@@ -18,6 +18,11 @@
 //	CELLD_SIM_PEER_COPIES      peers that must hold a record before it is acknowledged, default 1
 //	CELLD_SIM_PEER_TIMEOUT_MS  bound of one peer call, default 2000
 //	CELLD_SIM_BOOTSTRAP_MS     how long a fresh disk waits for a recovered peer before starting empty, default 15000
+//	CELLD_SIM_POD_UID          this Pod's UID (default: read from /proc/self/mountinfo, the kubelet's pods/<uid>/ mounts)
+//
+// A disk may carry celldsim's startup-denial marker (member.DenialName, one
+// Pod UID): celldsim refuses to start in the Pod it names (see
+// internal/member/denial.go).
 package main
 
 import (
@@ -46,6 +51,10 @@ func main() {
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	m, err := member.New(cfg, log)
+	if errors.Is(err, member.ErrStartupDenied) {
+		log.Error("refusing to start", "node", cfg.Node, "pod", cfg.PodUID, "err", err)
+		os.Exit(1)
+	}
 	if err != nil {
 		log.Error("cannot open the member's disk", "node", cfg.Node, "err", err)
 		os.Exit(1)
@@ -86,6 +95,13 @@ func configFromEnv(getenv func(string) string) (member.Config, error) {
 	}
 	host, _ := os.Hostname()
 	cfg.Node = str("CELLD_NODE", host)
+	cfg.PodUID = getenv("CELLD_SIM_POD_UID")
+	if cfg.PodUID == "" {
+		if f, err := os.Open("/proc/self/mountinfo"); err == nil {
+			cfg.PodUID = member.PodUIDFromMountinfo(f)
+			f.Close()
+		}
+	}
 	copies, err := strconv.Atoi(str("CELLD_SIM_PEER_COPIES", "1"))
 	if err != nil || copies < 0 || copies > 100 {
 		errs = append(errs, fmt.Errorf("CELLD_SIM_PEER_COPIES=%q: want an integer from 0 to 100", getenv("CELLD_SIM_PEER_COPIES")))

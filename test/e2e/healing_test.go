@@ -7,6 +7,7 @@ package e2e
 // after the replacement delay, replaces the member's disk).
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -79,6 +80,9 @@ func TestStrandedPodOnAStoppedKubeletIsForceDeletedAndItsDiskReplaced(t *testing
 		s.expect("pods/"+s.member(ordinal), "persistentvolumeclaims/"+victim)
 		t.Logf("stopping %s on %s (member %s; the operator runs elsewhere)", kubelet, node, s.member(ordinal))
 
+		if pids, err := processesOf(stranded); err != nil || len(pids) == 0 {
+			t.Fatalf("test setup: the workload of %s must run before its kubelet stops (pids %v, %v)", stranded.Name, pids, err)
+		}
 		if err := env.Daemon(s.ctx, "kill", kubelet); err != nil {
 			t.Fatal(err)
 		}
@@ -95,9 +99,12 @@ func TestStrandedPodOnAStoppedKubeletIsForceDeletedAndItsDiskReplaced(t *testing
 		}, func() string {
 			return "the operator force-deletes a member Pod stranded on a node that no longer answers"
 		})
-		if p, err := processesOf(stranded); err == nil && len(p) == 0 {
-			t.Log("note: the stranded workload process had already exited")
+		// The kubelet is down, so nothing on the node stopped the workload: the
+		// Pod object went by the operator's grace-0 delete, not by the kubelet.
+		if pids, err := processesOf(stranded); err != nil || len(pids) == 0 {
+			t.Fatalf("the workload of %s must still run on the stopped node when its Pod is force-deleted (pids %v, %v)", stranded.Name, pids, err)
 		}
+		s.requireForceDeleteBeforeClaimDelete("pods/"+s.member(ordinal), "persistentvolumeclaims/"+victim)
 		waitFor(s.ctx, t, strandedTimeout, func() bool {
 			c := claim(s.ctx, t, victim)
 			return c == nil || c.UID != disks[victim]
@@ -132,4 +139,25 @@ func (s *scenario) memberAwayFromTheOperator() int {
 	}
 	s.t.Fatalf("every member runs on %s, the operator's node: the fleet's placement must spread them", operatorNode)
 	return -1
+}
+
+// requireForceDeleteBeforeClaimDelete fails unless the operator's first
+// delete of the stranded Pod (the audit log) precedes any delete of the
+// member's claim: the force-delete, not the later handoff, removed the Pod.
+// The Pod was still on a node whose kubelet was stopped, so only a grace-0
+// delete could remove it (the audit log records deletes at Metadata level,
+// without their grace period).
+func (s *scenario) requireForceDeleteBeforeClaimDelete(pod, claim string) {
+	s.t.Helper()
+	got, err := s.operatorDeletions()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	podAt, claimAt := slices.Index(got, pod), slices.Index(got, claim)
+	if podAt < 0 {
+		s.t.Fatalf("the operator must force-delete %s (its deletions: %v)", pod, got)
+	}
+	if claimAt >= 0 && claimAt < podAt {
+		s.t.Fatalf("the operator deleted %s before it force-deleted %s (its deletions: %v)", claim, pod, got)
+	}
 }

@@ -66,14 +66,20 @@ func TestOperatorRestartInTheMiddleOfARolloutConverges(t *testing.T) {
 func TestOperatorRestartInTheMiddleOfAContractionConverges(t *testing.T) {
 	f := persistentFleet(t, "q-opcontract")
 	f.Spec.Placement = nil // two members cannot span three zones
+	f.Spec.Replicas = 4
 	runScenario(t, "operator restart mid-contraction", f, func(s *scenario) {
 		disks := s.claimUIDs()
+		// Contraction removes one member per step: 4 → 3 → 2. The operator is
+		// killed after the first step, so the second is left to the new one.
 		updateFleet(s.ctx, t, s.name, func(f *celldv1alpha1.CelldFleet) { f.Spec.Replicas = 2 })
-		waitFor(s.ctx, t, rollTimeout, func() bool { return s.statefulSetReplicas() == 2 },
-			func() string { return "the operator applies the contraction to the StatefulSet" })
+		waitFor(s.ctx, t, rollTimeout, func() bool { return s.statefulSetReplicas() == 3 },
+			func() string { return "the operator applies the first contraction step (4 → 3) to the StatefulSet" })
 		killOperator(s.ctx, t)
+		if got := s.statefulSetReplicas(); got != 3 {
+			t.Fatalf("test setup: the operator must be killed between the contraction steps; the StatefulSet has %d replicas", got)
+		}
 		s.settle(2)
-		s.requireDisksRetained(disks) // the removed member keeps its disk
+		s.requireDisksRetained(disks) // both removed members keep their disks
 	})
 }
 

@@ -8,7 +8,7 @@ const (
 	// ConditionReady is True when every desired member is Ready.
 	ConditionReady ConditionType = "Ready"
 	// ConditionProgressing is True while the workload is changing: a rollout,
-	// a growth run, a contraction step or a member replacement.
+	// a growth run or a contraction step.
 	ConditionProgressing ConditionType = "Progressing"
 	// ConditionBlocked is True when the operator cannot go on without a
 	// change in the cluster or the spec; its reason says which.
@@ -18,6 +18,10 @@ const (
 	// ConditionDeleting is True while a deleted fleet's compute and disks are
 	// being removed.
 	ConditionDeleting ConditionType = "Deleting"
+	// ConditionHealing is True while the operator heals a member that cannot
+	// come back on its own: a stranded Pod force-deleted, or a disk replaced.
+	// Healing runs whatever other gate is Blocked, so it has its own report.
+	ConditionHealing ConditionType = "Healing"
 )
 
 // ConditionReason is the machine-readable reason of a condition.
@@ -39,9 +43,6 @@ const (
 	ReasonGrowing ConditionReason = "Growing"
 	// ReasonContracting: members are being removed, one per step.
 	ReasonContracting ConditionReason = "Contracting"
-	// ReasonReplacingMember: a member's disk is being replaced through the
-	// replacement handoff.
-	ReasonReplacingMember ConditionReason = "ReplacingMember"
 	// ReasonConverged: the workload matches the spec and has rolled out.
 	ReasonConverged ConditionReason = "Converged"
 )
@@ -89,4 +90,20 @@ const (
 	// ReasonDeletingDisks: compute is gone; the fleet's claims are being
 	// deleted.
 	ReasonDeletingDisks ConditionReason = "DeletingDisks"
+)
+
+// Reasons of the Healing condition.
+const (
+	// ReasonReplacingMember: a member's disk is being replaced through the
+	// replacement handoff.
+	ReasonReplacingMember ConditionReason = "ReplacingMember"
+	// ReasonForceDeletedStranded: a member Pod left on a node that no longer
+	// answers was force-deleted; the member keeps its disk.
+	ReasonForceDeletedStranded ConditionReason = "ForceDeletedStranded"
+	// ReasonNoMemberToHeal: every member can come back on its own, or waits
+	// within a rule of self-healing (the message says which).
+	ReasonNoMemberToHeal ConditionReason = "NoMemberToHeal"
+	// ReasonHealingNotApplicable: the fleet has no StatefulSet of its own
+	// (a Bucket Deployment, or a fleet whose StatefulSet is not created yet).
+	ReasonHealingNotApplicable ConditionReason = "HealingNotApplicable"
 )

@@ -3,8 +3,8 @@ package v1alpha1
 // Labels, annotations, finalizers and scheduling gates of the celld.eric.dev
 // API, by the names seed 000 gives them. Everything the operator persists
 // besides the objects it renders is named here: the capacity history in the
-// reservation annotation, and the replacement handoff record on its victim
-// Pod (seed 000, "Replacement handoff").
+// reservation annotation, the replacement handoff record on its victim Pod
+// (seed 000, "Replacement handoff"), and the served-disk mark on a member Pod.
 const (
 	// LabelFleet carries the fleet's name on everything the operator renders
 	// and on the members' Pods and claims.
@@ -26,6 +26,13 @@ const (
 	// FinalizerReplacement holds a replaced member's terminating Pod, and so
 	// its StatefulSet name, until its original claim's deletion is accepted.
 	FinalizerReplacement = "celld.eric.dev/replacement-hold"
+
+	// AnnotationServedOn is the operator's mark on a PersistentFleet member
+	// Pod that has been Ready on a disk created for it: the UID of that
+	// claim. It tells a disk that once served its member (a corrupt disk
+	// there is replaced after the delay) from one that never did (a new disk
+	// would not help). See docs/decisions/0004-served-disk-mark.md.
+	AnnotationServedOn = "celld.eric.dev/served-on"
 
 	// FinalizerFleet keeps a deleted fleet until its compute and then its
 	// disks are gone.

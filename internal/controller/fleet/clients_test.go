@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -16,6 +17,7 @@ type write struct {
 	preconditions  bool   // a Delete carried a UID precondition
 	resourceVer    bool   // a Delete carried a resourceVersion precondition
 	force          bool   // a Delete with grace period 0
+	orphan         bool   // a Delete with propagation Orphan
 	uid            string // the UID a Delete's precondition names
 }
 
@@ -137,6 +139,7 @@ func (r *recordingClient) Delete(ctx context.Context, obj client.Object, opts ..
 		w.resourceVer = o.Preconditions.ResourceVersion != nil
 	}
 	w.force = o.GracePeriodSeconds != nil && *o.GracePeriodSeconds == 0
+	w.orphan = o.PropagationPolicy != nil && *o.PropagationPolicy == metav1.DeletePropagationOrphan
 	return r.do(w, func() error { return r.Client.Delete(ctx, obj, opts...) })
 }
 

@@ -14,12 +14,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
 )
 
 func (r *Reconciler) deleteFleet(ctx context.Context, f *celldv1alpha1.CelldFleet, obs *observation, rep *report) error {
-	if !hasFinalizer(f.Finalizers, celldv1alpha1.FinalizerFleet) {
+	if !controllerutil.ContainsFinalizer(f, celldv1alpha1.FinalizerFleet) {
 		return nil
 	}
 	rep.requeueSoon()
@@ -31,7 +32,7 @@ func (r *Reconciler) deleteFleet(ctx context.Context, f *celldv1alpha1.CelldFlee
 			return err
 		}
 	}
-	f.Finalizers = withoutFinalizer(f.Finalizers, celldv1alpha1.FinalizerFleet)
+	controllerutil.RemoveFinalizer(f, celldv1alpha1.FinalizerFleet)
 	if err := r.client.Update(ctx, f); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove fleet finalizer: %w", err)
 	}

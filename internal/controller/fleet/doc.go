@@ -6,10 +6,12 @@
 // replacement handoff, and removes a deleted fleet's compute and then its
 // disks. Seeds 000 (design record 0024) and 002 are its specification.
 //
-// The operator is stateless apart from what seed 000 persists: the capacity
+// The operator is stateless apart from what seed 000 persists (the capacity
 // history in the reservation annotation and the replacement handoff record on
-// its victim Pod. Every decision is derived from what the cluster reports on
-// each reconcile; status is written by one function and is never an input.
+// its victim Pod) and the served-disk mark on a member Pod
+// (docs/decisions/0004-served-disk-mark.md). Every decision is derived from
+// what the cluster reports on each reconcile; status is written by one
+// function and is never an input.
 //
 // The package must never import the storage API group, the replica or FUSE
 // packages, or anything that talks to celld itself: the operator has

@@ -51,15 +51,23 @@ func TestGrowthAddsOneRunOfKeptOrFreshDisksAtATime(t *testing.T) {
 }
 
 // TestGrowthWaitsUntilStatefulSetObservedItsSpec proves a run is not added
-// while the StatefulSet controller has not observed the previous spec.
+// while the StatefulSet controller has not observed the StatefulSet's spec,
+// and that this gate alone holds it back: the template is unchanged (another
+// writer's edit bumped the generation) and every current member is placed.
 func TestGrowthWaitsUntilStatefulSetObservedItsSpec(t *testing.T) {
 	fx := newFixture(t)
 	fx.runningFleet(1, noPlacement)
-	fx.edit(func(f *celldv1alpha1.CelldFleet) { f.Spec.RuntimeImage = newImage; f.Spec.Replicas = 3 })
-	fx.reconcile() // writes the new template; growth waits: generation not observed
 	s := fx.sts()
+	s.Spec.MinReadySeconds = 1 // another writer's edit: a new generation, the operator's template as it was
+	fx.must(env.Client.Update(fx.ctx, s))
+	fx.edit(func(f *celldv1alpha1.CelldFleet) { f.Spec.Replicas = 3 })
+	fx.reconcile()
+	s = fx.sts()
 	if s.Status.ObservedGeneration >= s.Generation {
-		t.Fatal("test setup: the simulated StatefulSet controller must not have observed the new spec yet")
+		t.Fatal("test setup: the simulated StatefulSet controller must not have observed the new generation yet")
+	}
+	if !isReady(fx.pods()["f-0"]) {
+		t.Fatal("test setup: the current member must be placed and Ready")
 	}
 	if got := *s.Spec.Replicas; got != 1 {
 		t.Fatalf("growth must wait until the StatefulSet has observed its spec; it has %d replicas", got)

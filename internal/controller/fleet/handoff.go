@@ -44,6 +44,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
 )
@@ -125,7 +126,7 @@ func (r *Reconciler) replaceMember(ctx context.Context, f *celldv1alpha1.CelldFl
 		pod.Labels = map[string]string{}
 	}
 	pod.Labels[celldv1alpha1.LabelReplacementFleet] = string(f.UID)
-	pod.Finalizers = append(pod.Finalizers, celldv1alpha1.FinalizerReplacement)
+	controllerutil.AddFinalizer(pod, celldv1alpha1.FinalizerReplacement)
 	rec := handoffRecord{FleetUID: f.UID, OwnerUID: owner.UID, ClaimName: claim.Name, ClaimUID: claim.UID,
 		ClaimResourceVersion: claim.ResourceVersion, ClaimFingerprint: claimFingerprint(claim),
 		Phase: phasePrepared, Cause: cause}
@@ -155,7 +156,7 @@ func (r *Reconciler) replaceMember(ctx context.Context, f *celldv1alpha1.CelldFl
 	}
 
 	// 3. acknowledged: mark committed
-	if err := r.updateHold(ctx, pod, func(p *corev1.Pod) bool {
+	if err := r.updatePod(ctx, pod, func(p *corev1.Pod) bool {
 		cur, ok := readRecord(p)
 		if !ok || cur.Phase != phasePrepared || cur.ClaimUID != rec.ClaimUID {
 			return false
@@ -308,15 +309,15 @@ func claimFingerprint(c *corev1.PersistentVolumeClaim) string {
 
 // releaseHold removes the operator's finalizer, record and index label.
 func (r *Reconciler) releaseHold(ctx context.Context, p *corev1.Pod) error {
-	err := r.updateHold(ctx, p, func(fresh *corev1.Pod) bool {
+	err := r.updatePod(ctx, p, func(fresh *corev1.Pod) bool {
 		_, labelled := fresh.Labels[celldv1alpha1.LabelReplacementFleet]
 		_, recorded := fresh.Annotations[celldv1alpha1.AnnotationReplacement]
-		if !labelled && !recorded && !hasFinalizer(fresh.Finalizers, celldv1alpha1.FinalizerReplacement) {
+		if !labelled && !recorded && !controllerutil.ContainsFinalizer(fresh, celldv1alpha1.FinalizerReplacement) {
 			return false
 		}
 		delete(fresh.Labels, celldv1alpha1.LabelReplacementFleet)
 		delete(fresh.Annotations, celldv1alpha1.AnnotationReplacement)
-		fresh.Finalizers = withoutFinalizer(fresh.Finalizers, celldv1alpha1.FinalizerReplacement)
+		controllerutil.RemoveFinalizer(fresh, celldv1alpha1.FinalizerReplacement)
 		return true
 	})
 	if err != nil {
@@ -325,9 +326,9 @@ func (r *Reconciler) releaseHold(ctx context.Context, p *corev1.Pod) error {
 	return nil
 }
 
-// updateHold applies change to a fresh read of the Pod (same UID) and writes
+// updatePod applies change to a fresh read of the Pod (same UID) and writes
 // it, retrying conflicts from a fresh read. change returns false for no write.
-func (r *Reconciler) updateHold(ctx context.Context, p *corev1.Pod, change func(*corev1.Pod) bool) error {
+func (r *Reconciler) updatePod(ctx context.Context, p *corev1.Pod, change func(*corev1.Pod) bool) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		fresh := &corev1.Pod{}
 		if err := r.reader.Get(ctx, client.ObjectKeyFromObject(p), fresh); err != nil {

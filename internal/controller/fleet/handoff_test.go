@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
@@ -308,13 +309,21 @@ func TestNewReconcilerSettlesHoldsBeforeAnyOtherGate(t *testing.T) {
 }
 
 // TestHoldOutsideReplicaRangeIsSettled proves the private index finds a hold
-// on a Pod above the current replica count.
+// on a Pod above the StatefulSet's replica count: a committed hold on f-2,
+// whose Pod is terminating, after the StatefulSet was contracted to 2.
 func TestHoldOutsideReplicaRangeIsSettled(t *testing.T) {
 	fx := newFixture(t)
 	fx.runningFleet(3, noPlacement)
 	pods, claims := fx.pods(), fx.claims()
 	fx.hold(pods["f-2"], claims["data-f-2"], "Committed")
+	fx.must(env.Client.Delete(fx.ctx, fx.pods()["f-2"])) // the committed Pod delete; the hold keeps it
 	fx.edit(func(f *celldv1alpha1.CelldFleet) { f.Spec.Replicas = 2 })
+	s := fx.sts()
+	s.Spec.Replicas = ptr.To(int32(2))
+	fx.must(env.Client.Update(fx.ctx, s))
+	if p, ok := fx.pods()["f-2"]; !ok || p.DeletionTimestamp == nil || *fx.sts().Spec.Replicas != 2 {
+		t.Fatal("test setup: f-2 must be terminating, held, above a StatefulSet of 2 replicas")
+	}
 	fx.restartOperator()
 	fx.reconcile()
 	fx.requireNoHolds()

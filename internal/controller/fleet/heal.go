@@ -10,8 +10,9 @@ package fleet
 //   - A member down for the replacement delay, while every other member has
 //     been Ready for five minutes, is replaced on a fresh disk. The delay is
 //     patience, not the safety condition. Not replaced: a member waiting on
-//     its image or configuration, a member already on a disk created for its
-//     current Pod, and any member while two are down (either may hold the
+//     its image or configuration (a Pod held by a scheduling gate among
+//     them), a member on a disk created for its current Pod that has never
+//     served it (markServed), and any member while two are down (either may hold the
 //     only copy of some writes) unless their volumes are Lost.
 //   - A member the scheduler cannot place is named in status; if it is still
 //     not placed, and not replaced, by the end of the delay the fleet reports
@@ -20,23 +21,29 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
 )
 
 func (r *Reconciler) heal(ctx context.Context, f *celldv1alpha1.CelldFleet, obs *observation, rep *report) error {
 	applied := obs.applied()
+	if err := r.markServed(ctx, f, obs, applied); err != nil {
+		return err
+	}
 	r.noteUnschedulable(f, obs, applied, rep)
 	if holdInProgress(obs) {
-		rep.progress(celldv1alpha1.ReasonReplacingMember, "a member replacement is in progress")
+		rep.healed(celldv1alpha1.ReasonReplacingMember, "a member replacement is in progress (%s)", heldMember(obs))
 		return nil
 	}
 	if m, ok := r.lostVolumeMember(f, obs, applied); ok {
-		if !freshDiskMayGo(f, obs, applied, m) {
+		if !freshDiskMayGo(f, obs, applied, m, rep) {
 			rep.requeueSoon()
+			rep.healWaits("the claim of member %s is Lost; its fresh disk waits until the StatefulSet has observed its spec and every other member's Pod is placed or unschedulable", m.Name)
 			return nil
 		}
 		r.event(f, corev1.EventTypeWarning, eventDiskLost, "Replace", "claim of member %s is Lost: its volume no longer exists", m.Name)
@@ -49,7 +56,7 @@ func (r *Reconciler) heal(ctx context.Context, f *celldv1alpha1.CelldFleet, obs 
 }
 
 func (r *Reconciler) replace(ctx context.Context, f *celldv1alpha1.CelldFleet, obs *observation, m *corev1.Pod, cause replacementCause, rep *report) error {
-	rep.progress(celldv1alpha1.ReasonReplacingMember, "replacing member %s on a fresh disk (%s)", m.Name, cause)
+	rep.healed(celldv1alpha1.ReasonReplacingMember, "replacing member %s on a fresh disk (%s)", m.Name, cause)
 	rep.requeueSoon()
 	n, _ := ordinalOf(f, m.Name)
 	claim, ok := obs.claims[claimName(f, n)]
@@ -68,22 +75,33 @@ func (r *Reconciler) replace(ctx context.Context, f *celldv1alpha1.CelldFleet, o
 }
 
 // holdInProgress says some member Pod still carries a replacement hold.
-func holdInProgress(obs *observation) bool {
+func holdInProgress(obs *observation) bool { return heldMember(obs) != "" }
+
+// heldMember names a member Pod that carries a replacement hold, "" if none.
+func heldMember(obs *observation) string {
 	for _, p := range obs.members {
-		if hasFinalizer(p.Finalizers, celldv1alpha1.FinalizerReplacement) {
-			return true
+		if controllerutil.ContainsFinalizer(p, celldv1alpha1.FinalizerReplacement) {
+			return p.Name
 		}
 	}
-	return false
+	return ""
 }
 
-// freshDiskMayGo is seed 000's placement rule for member m.
-func freshDiskMayGo(f *celldv1alpha1.CelldFleet, obs *observation, applied int32, m *corev1.Pod) bool {
+// freshDiskMayGo is seed 000's placement rule for member m: the StatefulSet
+// runs and has observed the operator's spec, so no rollout is about to
+// recreate another member, and the scheduler has decided every other
+// member's Pod. A rollout is about to start when the operator would write a
+// new template; it writes none while a workload gate holds the fleet
+// Blocked, so then the StatefulSet's own template is the one that stays.
+func freshDiskMayGo(f *celldv1alpha1.CelldFleet, obs *observation, applied int32, m *corev1.Pod, rep *report) bool {
 	n, _ := ordinalOf(f, m.Name)
 	sts := obs.sts
-	return sts != nil && statefulSetObserved(sts) &&
-		sts.Annotations[annotationTemplateHash] == renderStatefulSet(f, applied).Annotations[annotationTemplateHash] &&
-		everyMemberDecided(obs, applied, n)
+	if sts == nil || !statefulSetObserved(sts) {
+		return false
+	}
+	templateStays := rep.blocked != nil ||
+		sts.Annotations[annotationTemplateHash] == renderStatefulSet(f, applied).Annotations[annotationTemplateHash]
+	return templateStays && everyMemberDecided(obs, applied, n)
 }
 
 // lostVolumeMember is the lowest-ordinal live member whose claim is Lost.
@@ -117,7 +135,7 @@ func (r *Reconciler) memberThatCannotComeBack(f *celldv1alpha1.CelldFleet, obs *
 		return nil, false
 	}
 	claim, ok := obs.claims[claimName(f, down[0])]
-	if !ok || onDiskCreatedForPod(m, claim) || !freshDiskMayGo(f, obs, applied, m) {
+	if !ok || diskNeverServed(m, claim) || !freshDiskMayGo(f, obs, applied, m, rep) {
 		return nil, false
 	}
 	return m, true
@@ -166,4 +184,33 @@ func (r *Reconciler) noteUnschedulable(f *celldv1alpha1.CelldFleet, obs *observa
 		}
 	}
 	slices.Sort(rep.unschedulable)
+}
+
+// markServed marks each Ready member whose disk was created for its current
+// Pod with that claim's UID, once: the only evidence, later, that the disk
+// held state if the member then cannot start on it. A member on an older
+// disk needs no mark (its Pod is newer than its disk), so a long-running
+// fleet costs no write.
+func (r *Reconciler) markServed(ctx context.Context, f *celldv1alpha1.CelldFleet, obs *observation, applied int32) error {
+	for i := range applied {
+		p, ok := obs.members[i]
+		claim := obs.claims[claimName(f, i)]
+		if !ok || claim == nil || !podReady(p) || !onDiskCreatedForPod(p, claim) || servedOn(p, claim) {
+			continue
+		}
+		err := r.updatePod(ctx, p, func(fresh *corev1.Pod) bool {
+			if !podReady(fresh) || servedOn(fresh, claim) {
+				return false
+			}
+			if fresh.Annotations == nil {
+				fresh.Annotations = map[string]string{}
+			}
+			fresh.Annotations[celldv1alpha1.AnnotationServedOn] = string(claim.UID)
+			return true
+		})
+		if err != nil {
+			return fmt.Errorf("mark member %s as served on claim %s: %w", p.Name, claim.Name, err)
+		}
+	}
+	return nil
 }

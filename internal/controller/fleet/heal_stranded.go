@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
 )
@@ -31,7 +32,7 @@ func (r *Reconciler) forceDeleteStranded(ctx context.Context, f *celldv1alpha1.C
 		}
 		rep.requeueSoon()
 		// A held Pod waits for its hold, not for a kubelet.
-		if !r.stranded(p) || hasFinalizer(p.Finalizers, celldv1alpha1.FinalizerReplacement) {
+		if !r.stranded(p) || controllerutil.ContainsFinalizer(p, celldv1alpha1.FinalizerReplacement) {
 			continue
 		}
 		uid := p.UID
@@ -40,6 +41,8 @@ func (r *Reconciler) forceDeleteStranded(ctx context.Context, f *celldv1alpha1.C
 			return fmt.Errorf("force-delete stranded member %s: %w", p.Name, err)
 		}
 		if err == nil {
+			rep.healed(celldv1alpha1.ReasonForceDeletedStranded,
+				"member %s was still present %s after its termination grace ended; force-deleted, it keeps its disk", p.Name, strandedAfterGrace)
 			r.event(f, corev1.EventTypeWarning, eventForceDeleted, "ForceDelete",
 				"member %s was still present %s after its termination grace ended; force-deleted so the StatefulSet recreates it on its own disk",
 				p.Name, strandedAfterGrace)

@@ -92,6 +92,7 @@ func (fx *fixture) runningFleet(n int32, edit ...func(*celldv1alpha1.CelldFleet)
 	}
 	fx.create(f)
 	fx.converge(fmt.Sprintf("%d Ready members", n), fx.settled(n))
+	fx.reconcile() // the operator sees the settled fleet (and marks served disks)
 }
 
 // advance moves the fake clock forward.

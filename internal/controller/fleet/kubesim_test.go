@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,24 +19,36 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
 )
 
 // kubeSim plays, for one namespace, the parts of Kubernetes that envtest does
 // not run, so the operator sees what it would see in a cluster:
 //
-//   - the StatefulSet controller: creates each member's claims (from the
-//     claim templates, unless a claim of that name exists) and then its Pod,
-//     removes Pods above the replica count, rolls outdated Pods one at a time,
-//     highest ordinal first, waiting at an updated member that is not Ready
-//     (the RollingUpdate strategy; OnDelete leaves them), never creates a Pod
-//     while one of that name still exists, and reports status
-//     (observedGeneration, counts, current and update revisions);
-//   - the garbage collector: deletes Pods whose StatefulSet is gone;
+//   - the StatefulSet controller: adopts orphaned Pods its selector matches,
+//     creates each member's claims (from the claim templates, unless a claim
+//     of that name exists) and then its Pod, removes Pods above the replica
+//     count, rolls outdated Pods one at a time, highest ordinal first,
+//     waiting at an updated member that is not Ready (the RollingUpdate
+//     strategy; OnDelete leaves them), never creates a Pod while one of that
+//     name still exists, and reports status (observedGeneration, counts,
+//     current and update revisions). Under podManagementPolicy OrderedReady
+//     it acts as Kubernetes does: it creates and removes one Pod at a time
+//     and stops at the first Pod, in ordinal order, that is not Running and
+//     Ready, before it reaches the rolling update (so a Pod that never runs,
+//     such as one held by a scheduling gate, stalls every later step);
+//   - the garbage collector: deletes Pods whose StatefulSet is gone, and for
+//     a StatefulSet deleted with propagation Orphan, removes its controller
+//     reference from its Pods and then the orphan finalizer;
 //   - the PVC protection controller: lets a deleted claim go (removes the
 //     kubernetes.io/pvc-protection finalizer the API server adds) once no Pod
 //     uses it; until then the StatefulSet does not recreate that member;
 //   - the scheduler: binds ungated Pods to a node, or marks the members in
-//     unschedulable PodScheduled=False/Unschedulable;
+//     unschedulable PodScheduled=False/Unschedulable; a gated Pod reports
+//     PodScheduled=False/SchedulingGated and no Ready condition;
+//   - the v0.0.5 launcher: its scheduling gate is added to new Pods of the
+//     members in gated, and removed from the members in launcherReleases;
 //   - the kubelet: reports a new Pod not Ready at once, then Ready
 //     (lastTransitionTime from the fake clock)
 //     unless a member is in down or waiting on an image, and completes
@@ -53,13 +67,17 @@ type kubeSim struct {
 	deadNodes     map[string]bool   // nodes whose kubelet no longer answers
 	// schedulerPaused leaves every new Pod pending and undecided.
 	schedulerPaused bool
+	// gated members get the v0.0.5 launcher's scheduling gate on their next
+	// Pod; launcherReleases are members whose gate the launcher removes.
+	gated            map[string]bool
+	launcherReleases map[string]bool
 }
 
 const revisionLabel = "controller-revision-hash"
 
 func newKubeSim(t *testing.T, c client.Client, ns string, clk *clocktesting.FakeClock) *kubeSim {
 	return &kubeSim{t: t, c: c, ns: ns, clock: clk, down: map[string]bool{}, unschedulable: map[string]bool{},
-		waiting: map[string]string{}, deadNodes: map[string]bool{}}
+		waiting: map[string]string{}, deadNodes: map[string]bool{}, gated: map[string]bool{}, launcherReleases: map[string]bool{}}
 }
 
 // nodeOf is the node a member is bound to: one per member, zone by ordinal.
@@ -82,6 +100,10 @@ func (k *kubeSim) step(ctx context.Context) {
 	var sets appsv1.StatefulSetList
 	k.must(k.c.List(ctx, &sets, client.InNamespace(k.ns)))
 	for i := range sets.Items {
+		if sets.Items[i].DeletionTimestamp != nil {
+			k.orphanDependents(ctx, &sets.Items[i])
+			continue
+		}
 		k.syncStatefulSet(ctx, &sets.Items[i])
 	}
 	k.collectOrphans(ctx, sets.Items)
@@ -90,6 +112,7 @@ func (k *kubeSim) step(ctx context.Context) {
 	k.must(k.c.List(ctx, &pods, client.InNamespace(k.ns)))
 	for i := range pods.Items {
 		p := &pods.Items[i]
+		k.launcher(ctx, p)
 		k.schedule(ctx, p)
 		k.kubelet(ctx, p)
 	}
@@ -122,23 +145,44 @@ func (k *kubeSim) members(ctx context.Context, sts *appsv1.StatefulSet) map[int3
 }
 
 func (k *kubeSim) syncStatefulSet(ctx context.Context, sts *appsv1.StatefulSet) {
+	k.adopt(ctx, sts)
 	replicas := ptr.Deref(sts.Spec.Replicas, 1)
 	rev := revisionOf(sts.Spec.Template)
 	members := k.members(ctx, sts)
+	monotonic := sts.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
 	for n := range replicas {
 		name := fmt.Sprintf("%s-%d", sts.Name, n)
-		if _, exists := members[n]; exists {
+		p, exists := members[n]
+		if !exists {
+			var existing corev1.Pod
+			if err := k.c.Get(ctx, client.ObjectKey{Namespace: k.ns, Name: name}, &existing); err != nil {
+				k.createMember(ctx, sts, name, rev)
+			}
+			if monotonic {
+				return // one Pod at a time, each after its predecessors are Running and Ready
+			}
 			continue
 		}
-		var existing corev1.Pod
-		if err := k.c.Get(ctx, client.ObjectKey{Namespace: k.ns, Name: name}, &existing); err == nil {
-			continue // a Pod of that name still holds it
+		if monotonic && (isTerminating(p) || !runningAndReady(p)) {
+			return
 		}
-		k.createMember(ctx, sts, name, rev)
 	}
-	for n, p := range members {
-		if n >= replicas && !isTerminating(p) {
-			k.must(k.c.Delete(ctx, p))
+	condemned := slices.Sorted(maps.Keys(members))
+	slices.Reverse(condemned)
+	for _, n := range condemned {
+		p := members[n]
+		if n < replicas {
+			continue
+		}
+		if isTerminating(p) {
+			if monotonic {
+				return
+			}
+			continue
+		}
+		k.must(k.c.Delete(ctx, p))
+		if monotonic {
+			return
 		}
 	}
 	if sts.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
@@ -161,6 +205,60 @@ func (k *kubeSim) syncStatefulSet(ctx context.Context, sts *appsv1.StatefulSet) 
 	}
 }
 
+// runningAndReady is the StatefulSet controller's test before an
+// OrderedReady set takes its next step.
+func runningAndReady(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && isReady(p) }
+
+// adopt gives the StatefulSet the orphaned Pods its selector matches and its
+// name claims, as the StatefulSet controller does.
+func (k *kubeSim) adopt(ctx context.Context, sts *appsv1.StatefulSet) {
+	var pods corev1.PodList
+	k.must(k.c.List(ctx, &pods, client.InNamespace(k.ns), client.MatchingLabels(sts.Spec.Selector.MatchLabels)))
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if _, ok := podOrdinal(sts.Name, p.Name); !ok || metav1.GetControllerOf(p) != nil || isTerminating(p) {
+			continue
+		}
+		p.OwnerReferences = append(p.OwnerReferences, *metav1.NewControllerRef(sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet")))
+		k.must(k.c.Update(ctx, p))
+	}
+}
+
+// orphanDependents is the garbage collector for a StatefulSet deleted with
+// propagation Orphan: its Pods lose their controller reference, then the
+// StatefulSet goes.
+func (k *kubeSim) orphanDependents(ctx context.Context, sts *appsv1.StatefulSet) {
+	if !slices.Contains(sts.Finalizers, metav1.FinalizerOrphanDependents) {
+		return
+	}
+	var pods corev1.PodList
+	k.must(k.c.List(ctx, &pods, client.InNamespace(k.ns)))
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if o := metav1.GetControllerOf(p); o == nil || o.UID != sts.UID {
+			continue
+		}
+		p.OwnerReferences = slices.DeleteFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == sts.UID })
+		k.must(k.c.Update(ctx, p))
+	}
+	sts.Finalizers = slices.DeleteFunc(sts.Finalizers, func(f string) bool { return f == metav1.FinalizerOrphanDependents })
+	k.must(k.c.Update(ctx, sts))
+}
+
+// launcher removes the v0.0.5 launcher's gate from the Pods it releases.
+func (k *kubeSim) launcher(ctx context.Context, p *corev1.Pod) {
+	if !k.launcherReleases[p.Name] || isTerminating(p) {
+		return
+	}
+	gates := slices.DeleteFunc(slices.Clone(p.Spec.SchedulingGates), func(g corev1.PodSchedulingGate) bool {
+		return g.Name == celldv1alpha1.SchedulingGateLauncher
+	})
+	if len(gates) != len(p.Spec.SchedulingGates) {
+		p.Spec.SchedulingGates = gates
+		k.must(k.c.Update(ctx, p))
+	}
+}
+
 func (k *kubeSim) createMember(ctx context.Context, sts *appsv1.StatefulSet, name, rev string) {
 	for _, tmpl := range sts.Spec.VolumeClaimTemplates {
 		var c corev1.PersistentVolumeClaim
@@ -176,6 +274,9 @@ func (k *kubeSim) createMember(ctx context.Context, sts *appsv1.StatefulSet, nam
 	pod.Labels[revisionLabel] = rev
 	pod.Labels["statefulset.kubernetes.io/pod-name"] = name
 	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}
+	if k.gated[name] {
+		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: celldv1alpha1.SchedulingGateLauncher})
+	}
 	for _, tmpl := range sts.Spec.VolumeClaimTemplates {
 		claim := tmpl.DeepCopy()
 		claim.Name, claim.Namespace = tmpl.Name+"-"+name, k.ns
@@ -192,11 +293,18 @@ func (k *kubeSim) createMember(ctx context.Context, sts *appsv1.StatefulSet, nam
 		}
 		return
 	}
-	// The first report on a new Pod, at the simulated time: not Ready yet.
-	// (Server timestamps such as creationTimestamp do not follow the fake
-	// clock, so the simulation always reports a condition time.)
-	setCond(pod, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse,
-		Reason: "ContainersNotReady", LastTransitionTime: metav1.NewTime(k.clock.Now())})
+	// The first report on a new Pod, at the simulated time: not Ready yet,
+	// or, for a gated Pod, held by its gates (Kubernetes then reports no
+	// Ready condition at all). (Server timestamps such as creationTimestamp
+	// do not follow the fake clock, so the simulation reports a condition
+	// time.)
+	if len(pod.Spec.SchedulingGates) > 0 {
+		setCond(pod, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+			Reason: corev1.PodReasonSchedulingGated, LastTransitionTime: metav1.NewTime(k.clock.Now())})
+	} else {
+		setCond(pod, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse,
+			Reason: "ContainersNotReady", LastTransitionTime: metav1.NewTime(k.clock.Now())})
+	}
 	k.must(k.c.Status().Update(ctx, pod))
 }
 
@@ -388,4 +496,16 @@ func (k *kubeSim) protectClaims(ctx context.Context) {
 			k.must(k.c.Update(ctx, c))
 		}
 	}
+}
+
+// until steps the simulated cluster alone (no operator) until done holds.
+func (k *kubeSim) until(what string, done func() bool) {
+	k.t.Helper()
+	for range maxRounds {
+		k.step(context.Background())
+		if done() {
+			return
+		}
+	}
+	k.t.Fatalf("the simulated cluster never reached: %s", what)
 }

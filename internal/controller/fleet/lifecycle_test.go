@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
 )
@@ -189,89 +188,6 @@ func TestFleetDeletionRemovesComputeThenDisksAndKeepsReservation(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestMigrationAdoptsOnDeleteStatefulSet proves a v0.0.5 StatefulSet (OnDelete)
-// is switched to RollingUpdate with the current template, so every earlier
-// Pod is replaced (including Pods still held by the launcher scheduling
-// gate), its claims keep their names and identities, and the reservation
-// annotation is rewritten to the capacity history alone (here: removed).
-func TestMigrationAdoptsOnDeleteStatefulSet(t *testing.T) {
-	fx := newFixture(t)
-	f := fx.create(persistentFleet(fx.ns, 3))
-	f.Spec.Placement = nil
-	fx.edit(func(f *celldv1alpha1.CelldFleet) { f.Spec.Placement = nil })
-	f = fx.fleet()
-	old := legacyStatefulSet(fx, f)
-	if err := env.Client.Create(fx.ctx, old); err != nil {
-		t.Fatal(err)
-	}
-	for range 3 {
-		fx.kube.step(fx.ctx)
-	}
-	disks := fx.claimUIDs()
-	res := &celldv1alpha1.CelldStorageReservation{ObjectMeta: metav1.ObjectMeta{Name: "bucket-" + fx.ns,
-		Annotations: map[string]string{celldv1alpha1.AnnotationReservationState: `{"claims":{"data-f-0":"x"},"lastDisruption":"2026-01-01T00:00:00Z","appliedCount":3}`}},
-		Spec: celldv1alpha1.CelldStorageReservationSpec{Bucket: "bucket-" + fx.ns,
-			Fleet: celldv1alpha1.FleetReference{Namespace: fx.ns, Name: fleetName, UID: string(f.UID)}}}
-	if err := env.Client.Create(fx.ctx, res); err != nil {
-		t.Fatal(err)
-	}
-	fx.converge("the adopted fleet rolled onto the current template", fx.settled(3))
-	s := fx.sts()
-	if s.Spec.UpdateStrategy.Type != appsv1.RollingUpdateStatefulSetStrategyType {
-		t.Fatalf("migration must switch the StatefulSet to RollingUpdate; got %s", s.Spec.UpdateStrategy.Type)
-	}
-	if s.Spec.Template.Spec.Containers[0].Image != image {
-		t.Fatal("migration must write the current template")
-	}
-	for _, p := range fx.pods() {
-		if len(p.Spec.SchedulingGates) != 0 || p.Spec.Containers[0].Image != image {
-			t.Fatalf("every earlier Pod, gated or not, must be replaced on the current template; %s is not", p.Name)
-		}
-	}
-	for n, uid := range disks {
-		if fx.claimUIDs()[n] != uid {
-			t.Errorf("migration must keep claim %s's identity", n)
-		}
-	}
-	if err := env.Client.Get(fx.ctx, client.ObjectKey{Name: res.Name}, res); err != nil {
-		t.Fatal(err)
-	}
-	if v, ok := res.Annotations[celldv1alpha1.AnnotationReservationState]; ok {
-		t.Fatalf("without capacity history the reservation annotation must be removed; got %s", v)
-	}
-	fx.requireNoMemberDeletes("migration")
-}
-
-// legacyStatefulSet is what v0.0.5 left: OnDelete, an older image, claims
-// with the fleet UID label.
-func legacyStatefulSet(fx *fixture, f *celldv1alpha1.CelldFleet) *appsv1.StatefulSet {
-	labels := map[string]string{celldv1alpha1.LabelFleet: f.Name}
-	s := &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: f.Name, Namespace: fx.ns},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas: ptr.To(int32(3)), ServiceName: f.Name + "-peers",
-			Selector:       &metav1.LabelSelector{MatchLabels: labels},
-			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-				// The v0.0.5 launcher held its Pods until it released them.
-				SchedulingGates: []corev1.PodSchedulingGate{{Name: celldv1alpha1.SchedulingGateLauncher}},
-				Containers: []corev1.Container{{Name: "celld", Image: newImage,
-					VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/work"}}}},
-			}},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
-				ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: map[string]string{
-					celldv1alpha1.LabelFleet: f.Name, celldv1alpha1.LabelFleetUID: string(f.UID)}},
-				Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod},
-					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resourceGi}}},
-			}},
-		},
-	}
-	if err := controllerutil.SetControllerReference(f, s, env.Scheme); err != nil {
-		fx.t.Fatal(err)
-	}
-	return s
 }
 
 // TestOperatorRestartMidRolloutAndMidContractionConverges proves a fresh

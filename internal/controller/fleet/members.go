@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
 )
 
 // Container waiting reasons that mean a member waits on its image or its
@@ -75,8 +77,13 @@ func scheduleDecided(p *corev1.Pod) bool {
 	return unschedulable
 }
 
-// waitingOnConfig says the member waits on its image or configuration.
+// waitingOnConfig says the member waits on its image or configuration. A Pod
+// held by a scheduling gate (the v0.0.5 launcher's, until the rolling update
+// replaces it) waits on configuration: it never ran, so it is not down.
 func waitingOnConfig(p *corev1.Pod) bool {
+	if len(p.Spec.SchedulingGates) > 0 {
+		return true
+	}
 	for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 		if w := cs.State.Waiting; w != nil && configWaitReasons[w.Reason] {
 			return true
@@ -93,29 +100,25 @@ func onDiskCreatedForPod(p *corev1.Pod, claim *corev1.PersistentVolumeClaim) boo
 	return !claim.CreationTimestamp.Add(claimPodSkew).Before(p.CreationTimestamp.Time)
 }
 
+// diskNeverServed is seed 000's exemption "a member already on a disk
+// created for its current Pod", read as the seed reasons it: a new disk would
+// not help a member that never held state on its disk. A disk created for
+// the current Pod that has served it (the Pod was Ready on it, which the
+// operator marks: see markServed) held state, and a corrupt disk there is
+// replaced like any other (docs/decisions/0004-served-disk-mark.md).
+func diskNeverServed(p *corev1.Pod, claim *corev1.PersistentVolumeClaim) bool {
+	return onDiskCreatedForPod(p, claim) && !servedOn(p, claim)
+}
+
+// servedOn says the operator saw the Pod Ready on this claim.
+func servedOn(p *corev1.Pod, claim *corev1.PersistentVolumeClaim) bool {
+	return p.Annotations[celldv1alpha1.AnnotationServedOn] == string(claim.UID)
+}
+
 // claimPodSkew bounds how much older than its Pod a claim made for that Pod
 // can look.
 const claimPodSkew = time.Second
 
 func claimLost(c *corev1.PersistentVolumeClaim) bool {
 	return c != nil && c.Status.Phase == corev1.ClaimLost && c.DeletionTimestamp == nil
-}
-
-func hasFinalizer(finalizers []string, name string) bool {
-	for _, f := range finalizers {
-		if f == name {
-			return true
-		}
-	}
-	return false
-}
-
-func withoutFinalizer(finalizers []string, name string) []string {
-	out := finalizers[:0:0]
-	for _, f := range finalizers {
-		if f != name {
-			out = append(out, f)
-		}
-	}
-	return out
 }

@@ -61,13 +61,35 @@ func TestFillDeclaredServiceFieldsFillsOnlyMissingDeclaredFields(t *testing.T) {
 	otherProtocol.Spec.Ports[0].AppProtocol = ptr.To("grpc")
 	notHeadless := want.DeepCopy()
 	notHeadless.Spec.ClusterIP = "10.0.0.1"
+	older.Spec.InternalTrafficPolicy = nil
+	affinity := want.DeepCopy()
+	affinity.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+	internalLocal := want.DeepCopy()
+	internalLocal.Spec.InternalTrafficPolicy = ptr.To(corev1.ServiceInternalTrafficPolicyLocal)
+	externalLocal := want.DeepCopy()
+	externalLocal.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	notPublishing := want.DeepCopy()
+	notPublishing.Spec.PublishNotReadyAddresses = false
+	otherSelector := want.DeepCopy()
+	otherSelector.Spec.Selector = map[string]string{"app": "other"}
+	nodePort := want.DeepCopy()
+	nodePort.Spec.Type = corev1.ServiceTypeNodePort
+	otherLabel := want.DeepCopy()
+	otherLabel.Labels[labelManagedBy] = "someone"
 	for _, tc := range []struct {
 		name     string
 		got      *corev1.Service
 		wantDiff bool
 	}{
 		{"exact match", want.DeepCopy(), false},
-		{"older release: missing appProtocol and label", older, false},
+		{"older release: missing appProtocol, internalTrafficPolicy and label", older, false},
+		{"session affinity", affinity, true},
+		{"internal traffic policy", internalLocal, true},
+		{"external traffic policy", externalLocal, true},
+		{"publishNotReadyAddresses", notPublishing, true},
+		{"selector", otherSelector, true},
+		{"type", nodePort, true},
+		{"operator label", otherLabel, true},
 		{"changed port", changedPort, true},
 		{"different appProtocol", otherProtocol, true},
 		{"not headless", notHeadless, true},
@@ -77,7 +99,7 @@ func TestFillDeclaredServiceFieldsFillsOnlyMissingDeclaredFields(t *testing.T) {
 			t.Errorf("%s: diff %q; want a difference: %t", tc.name, diff, tc.wantDiff)
 			continue
 		}
-		if diff == "" && (filled.Spec.Ports[0].AppProtocol == nil || filled.Labels[labelManagedBy] == "") {
+		if diff == "" && (filled.Spec.Ports[0].AppProtocol == nil || filled.Labels[labelManagedBy] == "" || filled.Spec.InternalTrafficPolicy == nil) {
 			t.Errorf("%s: declared fields must be filled; got %+v", tc.name, filled)
 		}
 	}

@@ -4,7 +4,10 @@ package fleet
 // run or stops with a finding; whatever happened, one function then writes
 // status from what the cluster reports. Order matters where the seed says so:
 // replacement holds left by an earlier reconciler are settled before runtime
-// validation and the workload gates (seed 000, "Replacement handoff").
+// validation and the workload gates (seed 000, "Replacement handoff"), and
+// self-healing of existing members runs after the workload gates whatever
+// they found, since no administrator is expected to intervene (seed 000,
+// "Self-healing").
 
 import (
 	"context"
@@ -18,11 +21,13 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
 )
@@ -169,6 +174,19 @@ func (r *Reconciler) reconcile(ctx context.Context, f *celldv1alpha1.CelldFleet,
 	if paused(f) {
 		return nil
 	}
+	// Healing of existing members does not wait on the workload gates (seed
+	// 000: "No administrator is expected to intervene"): an edited Service or
+	// a missing ServiceAccount stops the operator from changing the workload,
+	// not from force-deleting a stranded Pod or replacing a lost disk. Each
+	// healing rule carries its own safety conditions.
+	convergeErr := r.convergeWorkload(ctx, f, obs, rep)
+	return errors.Join(convergeErr, r.healMembers(ctx, f, obs, rep))
+}
+
+// convergeWorkload is the list of workload gates. A gate that finds the fleet
+// blocked stops the list: nothing after it is changed.
+func (r *Reconciler) convergeWorkload(ctx context.Context, f *celldv1alpha1.CelldFleet, obs *observation, rep *report) error {
+	var err error
 	if rep.blocked, err = r.validate(ctx, f); rep.blocked != nil || err != nil {
 		return err
 	}
@@ -195,10 +213,19 @@ func (r *Reconciler) reconcile(ctx context.Context, f *celldv1alpha1.CelldFleet,
 		return err
 	}
 	if ordered(f) {
-		if err := r.releaseIntoZones(ctx, f, obs); err != nil {
-			return err
-		}
+		return r.releaseIntoZones(ctx, f, obs)
 	}
+	return nil
+}
+
+// healMembers runs self-healing whenever the fleet's own StatefulSet exists,
+// whatever the workload gates found.
+func (r *Reconciler) healMembers(ctx context.Context, f *celldv1alpha1.CelldFleet, obs *observation, rep *report) error {
+	sts := obs.sts
+	if !statefulSetFleet(f) || sts == nil || sts.DeletionTimestamp != nil || !metav1.IsControlledBy(sts, f) {
+		return nil
+	}
+	rep.healing = &healReport{reason: celldv1alpha1.ReasonNoMemberToHeal, message: "every member is Ready or can come back on its own"}
 	if err := r.forceDeleteStranded(ctx, f, obs, rep); err != nil {
 		return err
 	}
@@ -209,10 +236,9 @@ func (r *Reconciler) reconcile(ctx context.Context, f *celldv1alpha1.CelldFleet,
 }
 
 func (r *Reconciler) ensureFinalizer(ctx context.Context, f *celldv1alpha1.CelldFleet) error {
-	if hasFinalizer(f.Finalizers, celldv1alpha1.FinalizerFleet) {
+	if !controllerutil.AddFinalizer(f, celldv1alpha1.FinalizerFleet) {
 		return nil
 	}
-	f.Finalizers = append(f.Finalizers, celldv1alpha1.FinalizerFleet)
 	if err := r.client.Update(ctx, f); err != nil {
 		return fmt.Errorf("add fleet finalizer: %w", err)
 	}

@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -26,6 +27,14 @@ func TestOperatorDeletesNoPodOrClaimDuringRestartUpgradeScaleInAndGrowthBack(t *
 	fx := newFixture(t)
 	fx.runningFleet(3, func(f *celldv1alpha1.CelldFleet) { f.Spec.Placement = nil })
 	disks := fx.claimUIDs()
+	// A long-running fleet: its disks are older than any Pod a rollout makes.
+	var newest time.Time
+	for _, c := range fx.claims() {
+		if c.CreationTimestamp.After(newest) {
+			newest = c.CreationTimestamp.Time
+		}
+	}
+	wallClockPast(t, newest, time.Second)
 	fx.rec.reset()
 
 	steps := []struct {
@@ -81,7 +90,10 @@ func TestUnchangedFleetCostsNoWrite(t *testing.T) {
 	// Admission plugins and webhooks mutate Pods; the operator owns only
 	// what it renders and accepts them.
 	for _, p := range fx.pods() {
-		p.Annotations = map[string]string{"sidecar.example.com/injected": "true"}
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations["sidecar.example.com/injected"] = "true"
 		p.Labels["example.com/team"] = "storage"
 		if err := env.Client.Update(fx.ctx, p); err != nil {
 			t.Fatal(err)

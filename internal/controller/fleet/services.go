@@ -31,9 +31,11 @@ func renderServices(f *celldv1alpha1.CelldFleet) []*corev1.Service {
 	app := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: serviceName(f), Namespace: f.Namespace, Labels: objectLabels(f)},
 		Spec: corev1.ServiceSpec{
-			Type:     corev1.ServiceTypeClusterIP,
-			Selector: selectorLabels(f),
-			Ports:    []corev1.ServicePort{port(appPortName, appPort)},
+			Type:                  corev1.ServiceTypeClusterIP,
+			Selector:              selectorLabels(f),
+			Ports:                 []corev1.ServicePort{port(appPortName, appPort)},
+			SessionAffinity:       corev1.ServiceAffinityNone,
+			InternalTrafficPolicy: ptr.To(corev1.ServiceInternalTrafficPolicyCluster),
 		},
 	}
 	peers := &corev1.Service{
@@ -46,6 +48,8 @@ func renderServices(f *celldv1alpha1.CelldFleet) []*corev1.Service {
 			// Members find each other before they are Ready: readiness waits on
 			// recovery from peers.
 			PublishNotReadyAddresses: true,
+			SessionAffinity:          corev1.ServiceAffinityNone,
+			InternalTrafficPolicy:    ptr.To(corev1.ServiceInternalTrafficPolicyCluster),
 		},
 	}
 	return []*corev1.Service{app, peers}
@@ -86,8 +90,12 @@ func (r *Reconciler) convergeServices(ctx context.Context, f *celldv1alpha1.Cell
 }
 
 // fillDeclaredServiceFields returns got with the fields a newer release
-// declares (port appProtocol, the operator's labels) filled in where they are
-// absent, and a description of any other difference from want ("" if none).
+// declares (port appProtocol, internalTrafficPolicy, the operator's labels)
+// filled in where they are absent, and a description of any other difference
+// from want in a field the operator renders ("" if none): type, headlessness,
+// selector, publishNotReadyAddresses, session affinity, traffic policies and
+// ports. The operator sets no Service annotation, so annotations are left to
+// others.
 func fillDeclaredServiceFields(got, want *corev1.Service) (*corev1.Service, string) {
 	out := got.DeepCopy()
 	for k, v := range want.Labels {
@@ -109,8 +117,18 @@ func fillDeclaredServiceFields(got, want *corev1.Service) (*corev1.Service, stri
 		return nil, fmt.Sprintf("selector is %v, not %v", out.Spec.Selector, want.Spec.Selector)
 	case out.Spec.PublishNotReadyAddresses != want.Spec.PublishNotReadyAddresses:
 		return nil, fmt.Sprintf("publishNotReadyAddresses is %t, not %t", out.Spec.PublishNotReadyAddresses, want.Spec.PublishNotReadyAddresses)
+	case out.Spec.SessionAffinity != want.Spec.SessionAffinity:
+		return nil, fmt.Sprintf("sessionAffinity is %q, not %q", out.Spec.SessionAffinity, want.Spec.SessionAffinity)
+	case out.Spec.ExternalTrafficPolicy != want.Spec.ExternalTrafficPolicy:
+		return nil, fmt.Sprintf("externalTrafficPolicy is %q, not %q", out.Spec.ExternalTrafficPolicy, want.Spec.ExternalTrafficPolicy)
 	case len(out.Spec.Ports) != len(want.Spec.Ports):
 		return nil, fmt.Sprintf("it has %d ports, not %d", len(out.Spec.Ports), len(want.Spec.Ports))
+	}
+	switch got, w := out.Spec.InternalTrafficPolicy, want.Spec.InternalTrafficPolicy; {
+	case got == nil:
+		out.Spec.InternalTrafficPolicy = w
+	case w == nil || *got != *w:
+		return nil, fmt.Sprintf("internalTrafficPolicy is %q", *got)
 	}
 	for i, w := range want.Spec.Ports {
 		g := &out.Spec.Ports[i]

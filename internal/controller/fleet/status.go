@@ -34,7 +34,29 @@ type report struct {
 	overdue         string // an unschedulable member past the replacement delay
 	replaced        string // the member replaced in this reconcile
 	requeue         time.Duration
-	gone            bool // the fleet's finalizer was removed
+	gone            bool        // the fleet's finalizer was removed
+	healing         *healReport // nil when self-healing did not run
+}
+
+// healReport is what self-healing did or waits on: the Healing condition.
+type healReport struct {
+	active  bool // a member is being healed
+	reason  celldv1alpha1.ConditionReason
+	message string
+}
+
+// healed reports that self-healing acted on a member.
+func (rep *report) healed(reason celldv1alpha1.ConditionReason, format string, args ...any) {
+	rep.healing = &healReport{active: true, reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// healWaits reports why self-healing leaves a down member alone for now,
+// unless it already acted in this reconcile.
+func (rep *report) healWaits(format string, args ...any) {
+	if rep.healing != nil && rep.healing.active {
+		return
+	}
+	rep.healing = &healReport{reason: celldv1alpha1.ReasonNoMemberToHeal, message: fmt.Sprintf(format, args...)}
 }
 
 func (rep *report) progress(reason celldv1alpha1.ConditionReason, format string, args ...any) {
@@ -135,6 +157,15 @@ func (r *Reconciler) desiredStatus(f *celldv1alpha1.CelldFleet, rep *report) cel
 	} else {
 		set(condition(celldv1alpha1.ConditionMaintenancePaused, false, celldv1alpha1.ReasonNotPaused, "the operator manages the workload", gen, now))
 	}
+	h := rep.healing
+	switch {
+	case h != nil:
+	case paused(f):
+		h = &healReport{reason: celldv1alpha1.ReasonHealingNotApplicable, message: "the fleet is paused: no member is healed"}
+	default:
+		h = &healReport{reason: celldv1alpha1.ReasonHealingNotApplicable, message: "the fleet has no StatefulSet of its own whose members could be healed"}
+	}
+	set(condition(celldv1alpha1.ConditionHealing, h.active, h.reason, h.message, gen, now))
 	if rep.deleteReason != "" {
 		set(condition(celldv1alpha1.ConditionDeleting, true, rep.deleteReason, rep.deleteMessage, gen, now))
 	} else {

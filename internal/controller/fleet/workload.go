@@ -27,7 +27,7 @@ func (r *Reconciler) convergeStatefulSet(ctx context.Context, f *celldv1alpha1.C
 		if c := identityConflict(f, obs, desired); c != nil {
 			return c, nil
 		}
-		first := runEnd(f, obs, 0, desired)
+		first := max(runEnd(f, obs, 0, desired), orphanedMembers(f, obs))
 		if c := identityConflict(f, obs, first); c != nil {
 			return c, nil
 		}
@@ -50,6 +50,9 @@ func (r *Reconciler) convergeStatefulSet(ctx context.Context, f *celldv1alpha1.C
 	if diff := immutableDiff(f, sts); diff != "" {
 		return blocked(celldv1alpha1.ReasonInfrastructureBlocked,
 			"StatefulSet %s cannot be converged: %s differs and is immutable; delete the StatefulSet (members keep their disks)", sts.Name, diff), nil
+	}
+	if podManagementDiffers(sts, renderStatefulSet(f, 0)) {
+		return nil, r.recreateStatefulSet(ctx, f, sts, rep)
 	}
 	cur := obs.applied()
 	// A template change is written on its own: growing or contracting in the

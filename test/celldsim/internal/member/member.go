@@ -36,6 +36,7 @@ const IdentityName = "celldsim.id"
 // Config is a member's runtime configuration, read from celld's environment.
 type Config struct {
 	Node            string        // CELLD_NODE
+	PodUID          string        // CELLD_SIM_POD_UID, else read from /proc/self/mountinfo; "" if unknown
 	AppAddr         string        // CELLD_ADDR: application API and health
 	InternalAddr    string        // CELLD_INTERNAL_ADDR: /state and the peer API
 	Watch           string        // CELLD_WATCH: the state directory (the member's disk)
@@ -62,10 +63,14 @@ type Member struct {
 	writes        *writeGate
 }
 
-// New opens the member's disk. It does not serve or recover yet: Run does.
+// New opens the member's disk, unless the disk's startup-denial marker names
+// this Pod (ErrStartupDenied). It does not serve or recover yet: Run does.
 func New(cfg Config, log *slog.Logger) (*Member, error) {
 	if cfg.MinPeerCopies < 0 {
 		return nil, fmt.Errorf("min peer copies %d is negative", cfg.MinPeerCopies)
+	}
+	if err := checkDenial(cfg.Watch, cfg.PodUID); err != nil {
+		return nil, err
 	}
 	_, err := os.Stat(filepath.Join(cfg.Watch, IdentityName))
 	fresh := errors.Is(err, os.ErrNotExist)

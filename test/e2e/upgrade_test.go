@@ -1,0 +1,210 @@
+package e2e
+
+// Seed 000 "Qualification": an upgrade from v0.0.5 after its launcher retired
+// a member's disk; the member rejoins on that disk (#60). What v0.0.5 left is
+// rebuilt on the live fleet with the operator stopped: a StatefulSet with
+// OnDelete and OrderedReady (the API default), a template carrying the
+// launcher's scheduling gate, a member held by that gate, a member retired by
+// the launcher (stopped, claim kept, celldsim's startup-denial marker naming
+// that exact Pod UID on its disk), and the reservation annotation with legacy
+// fields. The operator then adopts it.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
+)
+
+// denialMarker is celldsim's startup-denial marker (test/celldsim,
+// internal/member/denial.go): one Pod UID in the member's disk.
+const denialMarker = "celldsim.denied-pod-uid"
+
+// legacyReservationState is what v0.0.5 kept in the reservation annotation.
+const legacyReservationState = `{"claims":{"data-q-v005-0":"x"},"strictOperations":["retire"],"lastDisruption":"2026-01-01T00:00:00Z","appliedCount":3}`
+
+func TestUpgradeFromV005RetiredMemberRejoinsOnItsDisk(t *testing.T) {
+	runScenario(t, "upgrade from v0.0.5: the retired member rejoins on its disk", persistentFleet(t, "q-v005"), func(s *scenario) {
+		disks := s.claimUIDs()
+		stopOperator(s.ctx, t)
+		defer startOperator(s.ctx, t)
+
+		retired := s.retireMember(2)
+		legacy := s.replaceWithV005StatefulSet()
+		s.holdByLauncher(1)
+		s.writeLegacyReservationState()
+		pods := s.podUIDs()
+		// The operator recreates an OrderedReady StatefulSet with its Pods orphaned.
+		s.expect("statefulsets/" + s.name)
+
+		startOperator(s.ctx, t)
+		waitFor(s.ctx, t, rollTimeout, func() bool {
+			sts := &appsv1.StatefulSet{}
+			err := env.Client.Get(s.ctx, client.ObjectKey{Namespace: fleetNamespace, Name: s.name}, sts)
+			return err == nil && sts.UID != legacy && sts.Spec.PodManagementPolicy == appsv1.ParallelPodManagement &&
+				sts.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType
+		}, func() string {
+			return "the operator recreates the OrderedReady StatefulSet as Parallel with RollingUpdate (podManagementPolicy is immutable)"
+		})
+		waitFor(s.ctx, t, rollTimeout, func() bool { return s.allReplaced(pods) && !s.anyCarries("celld.eric.dev/legacy-release") },
+			func() string {
+				return "the rolling update replaces every v0.0.5 Pod, the gated and the denied one included"
+			})
+		s.settle(replicas)
+		s.requireDisksRetained(disks) // nothing is replaced: the retired member is back on its old disk
+
+		back := memberPod(s.ctx, t, s.member(2))
+		if back.UID == retired {
+			t.Fatalf("member %s must run in a new Pod, not the retired one (%s)", back.Name, retired)
+		}
+		st := s.memberState(back)
+		if st.FreshDisk || st.RecoveredFrom != "" || st.Records == 0 {
+			t.Fatalf("the retired member must rejoin on its old disk with its records; its state: %+v", st)
+		}
+		t.Logf("retired member %s rejoined in Pod %s on its disk with %d records", back.Name, back.UID, st.Records)
+		res := &celldv1alpha1.CelldStorageReservation{}
+		if err := env.Client.Get(s.ctx, client.ObjectKey{Name: "qual-" + s.name}, res); err != nil {
+			t.Fatalf("read the reservation: %v", err)
+		}
+		if v, ok := res.Annotations[celldv1alpha1.AnnotationReservationState]; ok {
+			t.Fatalf("the operator must drop the legacy reservation fields (no capacity history: no annotation); got %s", v)
+		}
+	})
+}
+
+// retireMember does what the v0.0.5 launcher did to retire a member: it
+// writes the startup-denial marker naming the member's Pod UID on its disk
+// and stops it. celldsim then refuses every restart in that Pod; the claim
+// is kept. It returns the retired Pod's UID.
+func (s *scenario) retireMember(ordinal int) types.UID {
+	s.t.Helper()
+	p := memberPod(s.ctx, s.t, s.member(ordinal))
+	pv := s.pvOf(s.claimOf(ordinal))
+	if pv.Spec.Local == nil {
+		s.t.Fatalf("volume %s is not a local volume on this host", pv.Name)
+	}
+	if err := os.WriteFile(filepath.Join(pv.Spec.Local.Path, denialMarker), []byte(string(p.UID)+"\n"), 0o644); err != nil {
+		s.t.Fatalf("write the startup-denial marker on %s's disk: %v", p.Name, err)
+	}
+	before := restartCount(p)
+	s.killWorkload(ordinal)
+	waitFor(s.ctx, s.t, 3*time.Minute, func() bool {
+		now := memberPod(s.ctx, s.t, p.Name)
+		return now.UID == p.UID && restartCount(now) >= before+2 && !podReady(now)
+	}, func() string {
+		return "celldsim refuses to start, restart after restart, in the Pod its disk's denial marker names"
+	})
+	return p.UID
+}
+
+// replaceWithV005StatefulSet swaps the fleet's StatefulSet for the one v0.0.5
+// created (OnDelete, OrderedReady, the launcher's gate in its template),
+// orphaning and re-adopting the running Pods. It returns the new UID.
+func (s *scenario) replaceWithV005StatefulSet() types.UID {
+	s.t.Helper()
+	cur := s.statefulSet()
+	if err := env.Client.Delete(s.ctx, cur, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
+		s.t.Fatalf("delete StatefulSet %s, orphaning its Pods: %v", cur.Name, err)
+	}
+	waitFor(s.ctx, s.t, 2*time.Minute, func() bool {
+		err := env.Client.Get(s.ctx, client.ObjectKeyFromObject(cur), &appsv1.StatefulSet{})
+		return isNotFound(err)
+	}, func() string { return "the StatefulSet is gone and its Pods orphaned" })
+	legacy := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: cur.Name, Namespace: cur.Namespace,
+		Labels: cur.Labels, OwnerReferences: cur.OwnerReferences}, Spec: *cur.Spec.DeepCopy()}
+	legacy.Spec.PodManagementPolicy = appsv1.OrderedReadyPodManagement
+	legacy.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
+	tmpl := &legacy.Spec.Template
+	if tmpl.Annotations == nil {
+		tmpl.Annotations = map[string]string{}
+	}
+	tmpl.Annotations["celld.eric.dev/legacy-release"] = "v0.0.5"
+	tmpl.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: celldv1alpha1.SchedulingGateLauncher}}
+	if err := env.Client.Create(s.ctx, legacy); err != nil {
+		s.t.Fatalf("create the v0.0.5 StatefulSet: %v", err)
+	}
+	waitFor(s.ctx, s.t, 2*time.Minute, func() bool {
+		pods, err := memberPods(s.ctx, s.name)
+		if err != nil || len(pods) != replicas {
+			return false
+		}
+		for i := range pods {
+			if o := metav1.GetControllerOf(&pods[i]); o == nil || o.UID != legacy.UID {
+				return false
+			}
+		}
+		return true
+	}, func() string { return "the v0.0.5 StatefulSet adopts the fleet's Pods" })
+	return legacy.UID
+}
+
+// holdByLauncher stops a member so that its next Pod comes from the v0.0.5
+// template and stays held by the launcher's scheduling gate.
+func (s *scenario) holdByLauncher(ordinal int) {
+	s.t.Helper()
+	old := memberPod(s.ctx, s.t, s.member(ordinal))
+	deletePod(s, old.Name, nil)
+	waitFor(s.ctx, s.t, 2*time.Minute, func() bool {
+		p := &corev1.Pod{}
+		err := env.Client.Get(s.ctx, client.ObjectKeyFromObject(old), p)
+		return err == nil && p.UID != old.UID && len(p.Spec.SchedulingGates) == 1 && p.Spec.NodeName == ""
+	}, func() string { return "the member's new Pod is held by the v0.0.5 launcher's scheduling gate" })
+}
+
+// writeLegacyReservationState puts v0.0.5's fields in the reservation
+// annotation.
+func (s *scenario) writeLegacyReservationState() {
+	s.t.Helper()
+	for {
+		res := &celldv1alpha1.CelldStorageReservation{}
+		if err := env.Client.Get(s.ctx, client.ObjectKey{Name: "qual-" + s.name}, res); err != nil {
+			s.t.Fatalf("read the reservation: %v", err)
+		}
+		if res.Annotations == nil {
+			res.Annotations = map[string]string{}
+		}
+		res.Annotations[celldv1alpha1.AnnotationReservationState] = legacyReservationState
+		err := env.Client.Update(s.ctx, res)
+		if err == nil {
+			return
+		}
+		if !isConflict(err) {
+			s.t.Fatalf("write the legacy reservation state: %v", err)
+		}
+	}
+}
+
+// celldsimState is the part of celldsim's GET /state the scenarios read.
+type celldsimState struct {
+	FreshDisk     bool   `json:"freshDisk"`
+	RecoveredFrom string `json:"recoveredFrom"`
+	Records       int    `json:"records"`
+}
+
+// memberState reads a member's celldsim /state on its Pod IP (the host
+// routes to every node's Pods).
+func (s *scenario) memberState(p *corev1.Pod) celldsimState {
+	s.t.Helper()
+	var st celldsimState
+	c := &http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(fmt.Sprintf("http://%s:8081/state", p.Status.PodIP))
+	if err != nil {
+		s.t.Fatalf("read the state of member %s: %v", p.Name, err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		s.t.Fatalf("decode the state of member %s: %v", p.Name, err)
+	}
+	return st
+}
