@@ -69,8 +69,11 @@ func TestLedgerHoldsOnlyAcknowledgedWritesAndVerifyFindsALostOne(t *testing.T) {
 	fleet.mu.Lock()
 	stored := len(fleet.data)
 	fleet.mu.Unlock()
-	if ledger.Len() != stored {
-		t.Fatalf("ledger holds %d writes, the fleet acknowledged %d: refused writes must not enter the ledger", ledger.Len(), stored)
+	// Stop may cut a write whose request the fleet stored before its reply
+	// arrived (a lost response: not acknowledged, so not in the ledger), at
+	// most one per writer; a refused write must never enter the ledger.
+	if ledger.Len() > stored || stored-ledger.Len() > 2 {
+		t.Fatalf("ledger holds %d writes, the fleet stored %d: refused writes must not enter the ledger, and at most one unanswered write per writer may be missing from it", ledger.Len(), stored)
 	}
 
 	verified, lost := Verify(ctx, srv.URL, ledger, 2)
