@@ -21,11 +21,10 @@ import (
 // Healthy field (decoded loosely, so a status without one reads as
 // "absent"), /readyz's code and the cellfleet_replica_healthy gauge.
 type health struct {
-	status  string // "true", "false" or "absent"
-	reason  string
-	readyz  int
-	metric  string // "1", "0" or "absent"
-	scraped bool
+	status string // "true", "false" or "absent"
+	reason string
+	readyz int
+	metric string // "1", "0" or "absent"
 }
 
 func (c *cluster) health(i int) (health, error) {

@@ -1,6 +1,7 @@
 package powercut
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -74,14 +75,14 @@ func (p *FS) wrap(fh fs.FileHandle, flags uint32, oldSize int64) (*file, syscall
 	fd, _ := lf.PassthroughFd() // the descriptor, not FUSE passthrough: see file
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		lf.Release(nil)
+		lf.Release(context.Background())
 		return nil, fs.ToErrno(err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r, err := p.m.live(st.Ino, st.Mode)
 	if err != nil {
-		lf.Release(nil)
+		lf.Release(context.Background())
 		return nil, syscall.EIO
 	}
 	if flags&syscall.O_TRUNC != 0 && r.kind == kindFile {
