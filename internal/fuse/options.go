@@ -59,6 +59,10 @@ type Options struct {
 	// (between 4 KiB and 1 MiB; 0 takes the default); they exist to measure
 	// the defaults.
 	MaxWrite, MaxReadAhead int
+	// ReadAheadWindow is the kernel's readahead window for the mount
+	// (readahead.go); 0 takes ReadAheadWindow, negative leaves the kernel's
+	// default (128 KiB), which exists to measure the default.
+	ReadAheadWindow int
 	// NoNameCache turns off answering lookups of absent names from the
 	// single-writer mount's own record of a directory (names.go); it exists
 	// to measure what that cache buys.
@@ -93,6 +97,12 @@ func (o *Options) withDefaults() (Options, error) {
 		if *v < minTransfer || *v > MaxWrite {
 			return opt, fmt.Errorf("fuse options: transfer size %d must be between %d and %d", *v, minTransfer, MaxWrite)
 		}
+	}
+	if opt.ReadAheadWindow == 0 {
+		opt.ReadAheadWindow = ReadAheadWindow
+	}
+	if opt.ReadAheadWindow > maxReadAheadWindow {
+		return opt, fmt.Errorf("fuse options: readahead window %d above %d", opt.ReadAheadWindow, maxReadAheadWindow)
 	}
 	opt.Batch = opt.Batch.withDefaults()
 	if opt.Logger == nil {
