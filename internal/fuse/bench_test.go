@@ -1,16 +1,24 @@
 package fuse_test
 
 // Benchmarks: each workload runs on a mount of a three-replica volume (R=3,
-// loopback, every replica on this machine's disk) and on a raw directory of
-// the same disk in the same run; the metrics are the two figures and their
-// ratio (docs/performance.md, "## FUSE mount"). Run with `make bench-fuse`.
+// loopback, every replica on this machine's disk), on go-fuse's own
+// loopback example over a directory of the same disk (no replication: this
+// machine's FUSE ceiling, loopback_test.go) and on a raw directory of the
+// same disk, in the same run; the metrics are the three figures and the
+// mount's ratio to each baseline (docs/performance.md, "## FUSE mount").
+// Run with `make bench-fuse`; `BENCH_BASE=<commit> make bench-fuse` also
+// runs an older commit's benchmarks beside these (hack/bench-fuse-ab.sh).
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -22,37 +30,75 @@ import (
 	"github.com/cellfleet/cellfleet/internal/replica"
 )
 
-// benchTarget is a directory to run a workload in.
+// benchTarget is a directory to run a workload in, and the processor time
+// of the processes serving it (nil: the kernel's own file system).
 type benchTarget struct {
 	name string
 	dir  string
+	cpu  func() time.Duration
 }
 
+// benchTargets: the raw directory, go-fuse's loopback example and the
+// replicated mount.
+type benchTargets struct {
+	raw, loop, mnt benchTarget
+	c              *cluster
+}
+
+func (t benchTargets) all() []benchTarget { return []benchTarget{t.raw, t.loop, t.mnt} }
+
 // benchSetup mounts a fresh volume (replica hosts with production Raft
-// timing) and makes a raw directory beside it.
-func benchSetup(b *testing.B, opt cfuse.Options) (raw, mnt benchTarget, c *cluster) {
+// timing) and go-fuse's loopback example, and makes a raw directory beside
+// them.
+func benchSetup(b *testing.B, opt cfuse.Options) benchTargets {
 	b.Helper()
-	c = &cluster{fusetest.StartWithTiming(b, replicaHostBin, 8<<30, replica.Timing{})}
+	c := &cluster{fusetest.StartWithTiming(b, replicaHostBin, 8<<30, replica.Timing{})}
 	m := c.mount(b, opt)
 	rawDir := filepath.Join(b.TempDir(), "raw")
 	if err := os.Mkdir(rawDir, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	return benchTarget{"raw", rawDir}, benchTarget{"mount", m}, c
+	l := startLoopback(b)
+	return benchTargets{
+		raw:  benchTarget{"raw", rawDir, func() time.Duration { return 0 }},
+		loop: benchTarget{"loopback", l.dir, l.CPU},
+		mnt:  benchTarget{"mount", m, c.CPU},
+		c:    c,
+	}
 }
 
-// selfCPU is this process's processor time (the writer and the FUSE
-// server with its client).
+// selfCPU is this process's processor time (the writer and, for the
+// mount, the FUSE server with its client).
 func selfCPU() time.Duration {
 	var ru unix.Rusage
 	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func report(b *testing.B, unit string, raw, mnt float64) {
+// pathCPU is the processor time of the whole path to t so far: this
+// process and the processes serving t.
+func (t benchTarget) pathCPU() time.Duration { return selfCPU() + t.cpu() }
+
+// report publishes one figure per target and the mount's ratio to each
+// baseline.
+func report(b *testing.B, unit string, raw, loop, mnt float64) {
 	b.ReportMetric(raw, "raw-"+unit)
+	b.ReportMetric(loop, "loopback-"+unit)
 	b.ReportMetric(mnt, "mount-"+unit)
 	b.ReportMetric(100*mnt/raw, "%-of-raw")
+	b.ReportMetric(100*mnt/loop, "%-of-loopback")
+}
+
+// reportCPU publishes the processor time per MiB of the whole path to the
+// mount (writer or reader, FUSE server, client, three replica hosts) and
+// to the loopback example, and the rate this machine's processors could
+// sustain at the mount's cost: figures the machine's other load does not
+// move much.
+func reportCPU(b *testing.B, loop, mnt time.Duration, mib int) {
+	perMiB := mnt.Seconds() * 1000 / float64(mib)
+	b.ReportMetric(perMiB, "mount-cpu-ms/MiB")
+	b.ReportMetric(loop.Seconds()*1000/float64(mib), "loopback-cpu-ms/MiB")
+	b.ReportMetric(float64(runtime.NumCPU())*1000/perMiB, "cpu-bound-MiB/s")
 }
 
 const seqBytes = 64 << 20
@@ -92,24 +138,20 @@ func BenchmarkSeqWrite1MiB(b *testing.B) {
 		maxWrite  int
 	}{{"write-behind", 0, 0}, {"synchronous", -1, 0}, {"synchronous/max-write-128KiB", -1, 128 << 10}} {
 		b.Run(mode.name, func(b *testing.B) {
-			raw, mnt, c := benchSetup(b, cfuse.Options{SingleWriter: true, WritebackBytes: mode.writeback,
+			t := benchSetup(b, cfuse.Options{SingleWriter: true, WritebackBytes: mode.writeback,
 				MaxWrite: mode.maxWrite})
-			var r, m float64
-			var cpu time.Duration
+			var rate [3]float64
+			var cpu [3]time.Duration
 			for b.Loop() {
-				r += seqWrite(b, raw.dir)
-				before := c.CPU() + selfCPU()
-				m += seqWrite(b, mnt.dir)
-				cpu += c.CPU() + selfCPU() - before
+				for i, tg := range t.all() {
+					before := tg.pathCPU()
+					rate[i] += seqWrite(b, tg.dir)
+					cpu[i] += tg.pathCPU() - before
+				}
 			}
-			report(b, "MiB/s", r/float64(b.N), m/float64(b.N))
-			// Processor time of the whole replicated path (writer, FUSE
-			// server, client, three replica hosts) per MiB, and the rate
-			// this machine's processors could sustain at that cost: a
-			// figure the machine's other load does not move much.
-			perMiB := cpu.Seconds() * 1000 / float64(b.N*seqBytes>>20)
-			b.ReportMetric(perMiB, "mount-cpu-ms/MiB")
-			b.ReportMetric(float64(runtime.NumCPU())*1000/perMiB, "cpu-bound-MiB/s")
+			n := float64(b.N)
+			report(b, "MiB/s", rate[0]/n, rate[1]/n, rate[2]/n)
+			reportCPU(b, cpu[1], cpu[2], b.N*seqBytes>>20)
 		})
 	}
 }
@@ -122,13 +164,15 @@ func BenchmarkSeqWrite4KiB(b *testing.B) {
 		writeback int
 	}{{"write-behind", 0}, {"synchronous", -1}} {
 		b.Run(mode.name, func(b *testing.B) {
-			raw, mnt, _ := benchSetup(b, cfuse.Options{SingleWriter: true, WritebackBytes: mode.writeback})
-			var r, m float64
+			t := benchSetup(b, cfuse.Options{SingleWriter: true, WritebackBytes: mode.writeback})
+			var rate [3]float64
 			for b.Loop() {
-				r += seqWriteSized(b, raw.dir, 4<<10)
-				m += seqWriteSized(b, mnt.dir, 4<<10)
+				for i, tg := range t.all() {
+					rate[i] += seqWriteSized(b, tg.dir, 4<<10)
+				}
 			}
-			report(b, "MiB/s", r/float64(b.N), m/float64(b.N))
+			n := float64(b.N)
+			report(b, "MiB/s", rate[0]/n, rate[1]/n, rate[2]/n)
 		})
 	}
 }
@@ -147,7 +191,7 @@ func BenchmarkParallelWrites(b *testing.B) {
 		{"one-in-flight", cfuse.BatchOptions{InFlight: 1}},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
-			raw, mnt, _ := benchSetup(b, cfuse.Options{SingleWriter: true, Batch: mode.batch})
+			t := benchSetup(b, cfuse.Options{SingleWriter: true, Batch: mode.batch})
 			write := func(dir string, thread, i int) error {
 				f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("p-%d", thread)), os.O_CREATE|os.O_WRONLY, 0o644)
 				if err != nil {
@@ -159,23 +203,35 @@ func BenchmarkParallelWrites(b *testing.B) {
 				}
 				return unix.Fdatasync(int(f.Fd()))
 			}
-			var r, m float64
+			var rate [3]float64
 			for b.Loop() {
-				r += parallel(b, raw.dir, 8, 2000, write)
-				m += parallel(b, mnt.dir, 8, 2000, write)
+				for i, tg := range t.all() {
+					rate[i] += parallel(b, tg.dir, 8, 2000, write)
+				}
 			}
-			report(b, "writes/s", r/float64(b.N), m/float64(b.N))
+			n := float64(b.N)
+			report(b, "writes/s", rate[0]/n, rate[1]/n, rate[2]/n)
 		})
 	}
 }
 
-func seqRead(b *testing.B, path string) float64 {
+// seqRead reads path in 1 MiB reads after dropping the cached pages of
+// each of drop (the file itself for the raw directory, the backing file for
+// the loopback example).
+func seqRead(b *testing.B, path string, drop ...string) float64 {
+	for _, d := range drop {
+		g, err := os.Open(d)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = unix.Fadvise(int(g.Fd()), 0, 0, unix.FADV_DONTNEED)
+		g.Close()
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
 	buf := make([]byte, 1<<20)
 	start := time.Now()
 	n := 0
@@ -193,30 +249,41 @@ func seqRead(b *testing.B, path string) float64 {
 }
 
 // BenchmarkSeqRead1MiB: a 64 MiB file read in 1 MiB reads with a cold
-// cache (the raw file's pages dropped, the mount's read through a fresh
-// read-only mount each time) (MiB/s), with the default readahead window
-// (readahead.go) and 1 MiB requests, with the kernel's own 128 KiB window,
-// and with 128 KiB requests.
+// cache (the raw and loopback backing files' pages dropped, the mount's
+// read through a fresh read-only mount each time) (MiB/s), with the
+// default readahead window (readahead.go) and 1 MiB requests, with the
+// kernel's own 128 KiB window, and with 128 KiB requests.
 func BenchmarkSeqRead1MiB(b *testing.B) {
 	for _, mode := range []struct {
 		name     string
 		transfer int
 		window   int
-	}{{"default", 0, 0}, {"kernel-window", 0, -1}, {"transfer-128KiB", 128 << 10, 0}} {
+	}{{"readahead-1MiB", 0, 0}, {"readahead-1MiB/kernel-window", 0, -1}, {"readahead-128KiB", 128 << 10, 0}} {
 		b.Run(mode.name, func(b *testing.B) {
-			raw, mnt, c := benchSetup(b, cfuse.Options{SingleWriter: true})
-			seqWrite(b, raw.dir)
-			seqWrite(b, mnt.dir)
-			rawFile := firstFile(b, raw.dir)
-			name := filepath.Base(firstFile(b, mnt.dir))
-			var r, m float64
-			for b.Loop() {
-				r += seqRead(b, rawFile)
-				fresh := c.mount(b, cfuse.Options{ReadOnly: true, SingleWriter: true,
-					MaxReadAhead: mode.transfer, MaxWrite: mode.transfer, ReadAheadWindow: mode.window})
-				m += seqRead(b, filepath.Join(fresh, name))
+			t := benchSetup(b, cfuse.Options{SingleWriter: true})
+			for _, tg := range t.all() {
+				seqWrite(b, tg.dir)
 			}
-			report(b, "MiB/s", r/float64(b.N), m/float64(b.N))
+			rawFile := firstFile(b, t.raw.dir)
+			loopFile := firstFile(b, t.loop.dir)
+			loopOrig := filepath.Join(filepath.Dir(t.loop.dir), "orig", filepath.Base(loopFile))
+			name := filepath.Base(firstFile(b, t.mnt.dir))
+			var rate [3]float64
+			var cpu [3]time.Duration
+			for b.Loop() {
+				rate[0] += seqRead(b, rawFile, rawFile)
+				before := t.loop.pathCPU()
+				rate[1] += seqRead(b, loopFile, loopOrig)
+				cpu[1] += t.loop.pathCPU() - before
+				fresh := t.c.mount(b, cfuse.Options{ReadOnly: true, SingleWriter: true,
+					MaxReadAhead: mode.transfer, MaxWrite: mode.transfer, ReadAheadWindow: mode.window})
+				before = t.mnt.pathCPU()
+				rate[2] += seqRead(b, filepath.Join(fresh, name))
+				cpu[2] += t.mnt.pathCPU() - before
+			}
+			n := float64(b.N)
+			report(b, "MiB/s", rate[0]/n, rate[1]/n, rate[2]/n)
+			reportCPU(b, cpu[1], cpu[2], b.N*seqBytes>>20)
 		})
 	}
 }
@@ -274,18 +341,19 @@ func iops(l []time.Duration) float64 {
 // BenchmarkFsync4KiB: random 4 KiB writes each followed by fdatasync
 // (IOPS, p50 and p99 latency).
 func BenchmarkFsync4KiB(b *testing.B) {
-	raw, mnt, _ := benchSetup(b, cfuse.Options{SingleWriter: true})
+	t := benchSetup(b, cfuse.Options{SingleWriter: true})
 	const n = 2000
-	var rl, ml []time.Duration
+	var lat [3][]time.Duration
 	for b.Loop() {
-		rl = append(rl, fsyncWrites(b, raw.dir, n)...)
-		ml = append(ml, fsyncWrites(b, mnt.dir, n)...)
+		for i, tg := range t.all() {
+			lat[i] = append(lat[i], fsyncWrites(b, tg.dir, n)...)
+		}
 	}
-	report(b, "IOPS", iops(rl), iops(ml))
-	b.ReportMetric(float64(percentile(rl, 0.5).Microseconds()), "raw-p50-µs")
-	b.ReportMetric(float64(percentile(ml, 0.5).Microseconds()), "mount-p50-µs")
-	b.ReportMetric(float64(percentile(rl, 0.99).Microseconds()), "raw-p99-µs")
-	b.ReportMetric(float64(percentile(ml, 0.99).Microseconds()), "mount-p99-µs")
+	report(b, "IOPS", iops(lat[0]), iops(lat[1]), iops(lat[2]))
+	for i, tg := range t.all() {
+		b.ReportMetric(float64(percentile(lat[i], 0.5).Microseconds()), tg.name+"-p50-µs")
+		b.ReportMetric(float64(percentile(lat[i], 0.99).Microseconds()), tg.name+"-p99-µs")
+	}
 }
 
 // parallel runs per(dir, thread, i) count times over threads goroutines and
@@ -314,6 +382,62 @@ func parallel(b *testing.B, dir string, threads, count int, per func(dir string,
 	return float64(count/threads*threads) / time.Since(start).Seconds()
 }
 
+// BenchmarkCreates: empty file creates per second from 1 and 8 threads in
+// one directory, 8 threads each in its own directory, and 1 thread without
+// the directory name cache (every create then also pays a LOOKUP at the
+// coordinator). mount-creates/s is counted in this process (which also
+// serves the mount); program-mount-creates/s by a separate program (this
+// test binary re-executed, createProgram) doing the same through the mount.
+func BenchmarkCreates(b *testing.B) {
+	for _, mode := range []struct {
+		name    string
+		threads int
+		ownDirs bool
+		noCache bool
+	}{{"threads=1", 1, false, false}, {"threads=8", 8, false, false}, {"threads=8/own-directories", 8, true, false},
+		{"threads=1/no-name-cache", 1, false, true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			t := benchSetup(b, cfuse.Options{SingleWriter: true, NoNameCache: mode.noCache})
+			var rate, prog [3]float64
+			round := 0
+			for b.Loop() {
+				round++
+				for i, tg := range t.all() {
+					dir := filepath.Join(tg.dir, fmt.Sprint(round))
+					rate[i] += createsIn(b, dir, mode.threads, mode.ownDirs, func() float64 {
+						return parallel(b, dir, mode.threads, 2000, creator(mode.ownDirs))
+					})
+					pdir := filepath.Join(tg.dir, fmt.Sprintf("program-%d", round))
+					prog[i] += createsIn(b, pdir, mode.threads, mode.ownDirs, func() float64 {
+						return runCreateProgram(b, createSpec{Dir: pdir, Threads: mode.threads, Count: 2000, OwnDirs: mode.ownDirs})
+					})
+				}
+			}
+			n := float64(b.N)
+			report(b, "creates/s", rate[0]/n, rate[1]/n, rate[2]/n)
+			b.ReportMetric(prog[0]/n, "program-raw-creates/s")
+			b.ReportMetric(prog[1]/n, "program-loopback-creates/s")
+			b.ReportMetric(prog[2]/n, "program-mount-creates/s")
+		})
+	}
+}
+
+// createsIn makes dir (and a directory per thread with ownDirs), then runs
+// the measurement.
+func createsIn(b *testing.B, dir string, threads int, ownDirs bool, measure func() float64) float64 {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for th := range threads {
+		if ownDirs {
+			if err := os.Mkdir(filepath.Join(dir, fmt.Sprint("t", th)), 0o755); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return measure()
+}
+
 func create(dir string, thread, i int) error {
 	f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("c-%d-%d", thread, i)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -322,54 +446,106 @@ func create(dir string, thread, i int) error {
 	return f.Close()
 }
 
-// BenchmarkCreates: empty file creates per second from 1 and 8 threads,
-// and from 1 thread without the directory name cache (every create then
-// also pays a LOOKUP at the coordinator).
-func BenchmarkCreates(b *testing.B) {
-	for _, mode := range []struct {
-		name    string
-		threads int
-		noCache bool
-	}{{"threads=1", 1, false}, {"threads=8", 8, false}, {"threads=1/no-name-cache", 1, true}} {
-		threads := mode.threads
-		b.Run(mode.name, func(b *testing.B) {
-			raw, mnt, _ := benchSetup(b, cfuse.Options{SingleWriter: true, NoNameCache: mode.noCache})
-			var r, m float64
-			round := 0
-			for b.Loop() {
-				round++
-				for _, d := range []string{raw.dir, mnt.dir} {
-					if err := os.Mkdir(filepath.Join(d, fmt.Sprint(round)), 0o755); err != nil {
-						b.Fatal(err)
-					}
-				}
-				r += parallel(b, filepath.Join(raw.dir, fmt.Sprint(round)), threads, 2000, create)
-				m += parallel(b, filepath.Join(mnt.dir, fmt.Sprint(round)), threads, 2000, create)
-			}
-			report(b, "creates/s", r/float64(b.N), m/float64(b.N))
-		})
+// creator creates in dir, or with ownDirs in the thread's directory
+// t<thread> of dir.
+func creator(ownDirs bool) func(dir string, thread, i int) error {
+	if !ownDirs {
+		return create
 	}
+	return func(dir string, thread, i int) error {
+		return create(filepath.Join(dir, fmt.Sprint("t", thread)), thread, i)
+	}
+}
+
+// createSpec is what the create program does.
+type createSpec struct {
+	Dir     string
+	Threads int
+	Count   int
+	OwnDirs bool
+}
+
+// createProgramEnv makes the re-executed test binary the create program.
+const createProgramEnv = "CELLFLEET_FUSE_BENCH_CREATES"
+
+// runCreateProgram runs the create program and returns the creates per
+// second it measured.
+func runCreateProgram(b *testing.B, spec createSpec) float64 {
+	js, err := json.Marshal(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(childBin)
+	cmd.Env = append(os.Environ(), createProgramEnv+"="+string(js))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("create program: %v\n%s", err, stderr.String())
+	}
+	rate, err := strconv.ParseFloat(string(bytes.TrimSpace(out)), 64)
+	if err != nil {
+		b.Fatalf("create program printed %q: %v", out, err)
+	}
+	return rate
+}
+
+// createProgram is a separate program creating files, as an application
+// would: it prints its creates per second.
+func createProgram() int {
+	var spec createSpec
+	if err := json.Unmarshal([]byte(os.Getenv(createProgramEnv)), &spec); err != nil {
+		fmt.Fprintln(os.Stderr, "create program spec:", err)
+		return 2
+	}
+	per := creator(spec.OwnDirs)
+	var wg sync.WaitGroup
+	errs := make(chan error, spec.Threads)
+	start := time.Now()
+	for th := range spec.Threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range spec.Count / spec.Threads {
+				if err := per(spec.Dir, th, i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errs)
+	for err := range errs {
+		fmt.Fprintln(os.Stderr, "create program:", err)
+		return 1
+	}
+	fmt.Println(float64(spec.Count/spec.Threads*spec.Threads) / elapsed.Seconds())
+	return 0
 }
 
 // BenchmarkStats: stats per second of 500 files, from 1 and 8 threads.
 func BenchmarkStats(b *testing.B) {
 	for _, threads := range []int{1, 8} {
 		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
-			raw, mnt, _ := benchSetup(b, cfuse.Options{SingleWriter: true})
+			t := benchSetup(b, cfuse.Options{SingleWriter: true})
 			const files = 500
-			for _, d := range []string{raw.dir, mnt.dir} {
-				parallel(b, d, 1, files, create)
+			for _, tg := range t.all() {
+				parallel(b, tg.dir, 1, files, create)
 			}
 			stat := func(dir string, thread, i int) error {
 				var st unix.Stat_t
 				return unix.Stat(filepath.Join(dir, fmt.Sprintf("c-0-%d", (i*31+thread)%files)), &st)
 			}
-			var r, m float64
+			var rate [3]float64
 			for b.Loop() {
-				r += parallel(b, raw.dir, threads, 200_000, stat)
-				m += parallel(b, mnt.dir, threads, 200_000, stat)
+				for i, tg := range t.all() {
+					rate[i] += parallel(b, tg.dir, threads, 200_000, stat)
+				}
 			}
-			report(b, "stats/s", r/float64(b.N), m/float64(b.N))
+			n := float64(b.N)
+			report(b, "stats/s", rate[0]/n, rate[1]/n, rate[2]/n)
 		})
 	}
 }

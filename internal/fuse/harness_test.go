@@ -36,6 +36,9 @@ func runMain(m *testing.M) int {
 	if os.Getenv(childEnv) != "" {
 		return runChild()
 	}
+	if os.Getenv(createProgramEnv) != "" {
+		return createProgram()
+	}
 	if os.Getuid() != 0 {
 		fmt.Fprintln(os.Stderr, "internal/fuse tests mount real FUSE filesystems and need root")
 		return 1

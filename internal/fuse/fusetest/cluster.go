@@ -28,11 +28,17 @@ import (
 // Build compiles the module's package pkg (e.g. "cmd/replica-host") into dir
 // and returns the binary's path.
 func Build(dir, pkg string) (string, error) {
-	bin := filepath.Join(dir, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/cellfleet/cellfleet/"+pkg)
+	return BuildPackage(dir, "github.com/cellfleet/cellfleet/"+pkg)
+}
+
+// BuildPackage builds the command at importPath (of this module or one it
+// requires, such as go-fuse's loopback example) into dir.
+func BuildPackage(dir, importPath string) (string, error) {
+	bin := filepath.Join(dir, filepath.Base(importPath))
+	cmd := exec.Command("go", "build", "-o", bin, importPath)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build %s: %w", pkg, err)
+		return "", fmt.Errorf("build %s: %w", importPath, err)
 	}
 	return bin, nil
 }
@@ -178,26 +184,31 @@ func (c *Cluster) Kill(i int) {
 func (c *Cluster) CPU() time.Duration {
 	var total time.Duration
 	for _, p := range c.procs {
-		if p == nil {
-			continue
+		if p != nil {
+			total += ProcessCPU(p.Process.Pid)
 		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Process.Pid))
-		if err != nil {
-			continue
-		}
-		// Fields after the command name (which may hold spaces) start at
-		// state; utime and stime are fields 14 and 15, in clock ticks
-		// (USER_HZ, 100 on Linux).
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(f) < 13 {
-			continue
-		}
-		var ut, st int64
-		fmt.Sscan(f[11], &ut)
-		fmt.Sscan(f[12], &st)
-		total += time.Duration(ut+st) * 10 * time.Millisecond
 	}
 	return total
+}
+
+// ProcessCPU is the processor time (user and system) a running process has
+// used so far; 0 once it is gone.
+func ProcessCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces) start at
+	// state; utime and stime are fields 14 and 15, in clock ticks
+	// (USER_HZ, 100 on Linux).
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	var ut, st int64
+	fmt.Sscan(f[11], &ut)
+	fmt.Sscan(f[12], &st)
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 // Dial connects a client to the volume.
