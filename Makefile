@@ -106,8 +106,9 @@ demo: ## 3 replica hosts, a replicated FUSE mount, a workload, the coordinator k
 	$(BIN)/demo --bin $(BIN) --dir $(CURDIR)/.demo
 
 .PHONY: bench-fuse
-bench-fuse: ## FUSE mount benchmarks (R=3 loopback) against the raw backing directory
-	go test -run '^$$' -bench . -benchtime 1x -count=1 -timeout 30m ./internal/fuse/
+bench-fuse: ## FUSE mount benchmarks (R=3) against the raw directory and go-fuse's loopback; BENCH_BASE=<commit> adds new/old ratios
+	@if [ -n "$(BENCH_BASE)" ]; then hack/bench-fuse-ab.sh; else \
+	  go test -run '^$$' -bench . -benchtime 1x -count=1 -timeout 60m ./internal/fuse/; fi
 
 ##@ Helm chart (docs/install.md, "Helm")
 HELM := $(BIN)/helm

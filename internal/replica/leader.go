@@ -2,6 +2,7 @@ package replica
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 )
@@ -52,34 +53,52 @@ func (w *Worker) establish() {
 	w.log.Info("coordinating", "term", term, "applied", l.barrier)
 }
 
-// verifier coalesces leadership checks: every read waits for a check that
-// started after the read arrived, and concurrent reads share one.
+// verifier is the read index's quorum check (seed 003: a read waits for the
+// coordinator's authority, confirmed by a quorum, and for the state applied
+// up to the commit index it saw when it arrived; no leader lease). Reads
+// share rounds: a read joins a round that has not yet started its
+// VerifyLeader, which then proves the authority held after the read
+// arrived; a read arriving while a round is under way waits for the next
+// one. Concurrent reads (the kernel's readahead sends several) therefore
+// cost one round together, not one each.
 type verifier struct {
 	r       *raft.Raft
 	mu      sync.Mutex
 	running *round
 	next    *round
+	// rounds counts VerifyLeader calls, reads the reads that waited for
+	// one (Stats, the host's metrics).
+	rounds, reads atomic.Uint64
 }
 
 type round struct {
 	done chan struct{}
 	err  error
+	// started: VerifyLeader was called, so a read arriving now could
+	// follow a newer coordinator's commit and must wait for the next round.
+	started bool
 }
 
 func (v *verifier) verify() error {
+	v.reads.Add(1)
 	v.mu.Lock()
-	if v.running == nil {
-		r := &round{done: make(chan struct{})}
+	var r *round
+	switch {
+	case v.running == nil:
+		r = &round{done: make(chan struct{})}
 		v.running = r
-		v.mu.Unlock()
+		// The round starts on its own goroutine, so reads arriving
+		// together (dispatched one after the other by the connection's
+		// reader) join it before it starts.
 		go v.run(r)
-		<-r.done
-		return r.err
+	case !v.running.started:
+		r = v.running
+	default:
+		if v.next == nil {
+			v.next = &round{done: make(chan struct{})}
+		}
+		r = v.next
 	}
-	if v.next == nil {
-		v.next = &round{done: make(chan struct{})}
-	}
-	r := v.next
 	v.mu.Unlock()
 	<-r.done
 	return r.err
@@ -87,6 +106,10 @@ func (v *verifier) verify() error {
 
 func (v *verifier) run(r *round) {
 	for r != nil {
+		v.mu.Lock()
+		r.started = true
+		v.mu.Unlock()
+		v.rounds.Add(1)
 		r.err = v.r.VerifyLeader().Error()
 		close(r.done)
 		v.mu.Lock()

@@ -420,12 +420,17 @@ type Stats struct {
 	// a follower): its match index and lag behind the coordinator's last
 	// index.
 	Followers []FollowerProgress `json:",omitempty"`
+	// ReadIndexRounds counts the quorum checks (raft's VerifyLeader) this
+	// worker made for reads as coordinator, Reads the reads that waited
+	// for them: concurrent reads share a round (leader.go).
+	ReadIndexRounds, Reads uint64
 }
 
 // Stats reads the worker's state without blocking on Raft.
 func (w *Worker) Stats() Stats {
 	st, reason := w.State()
-	s := Stats{Volume: w.cfg.Volume, Replica: w.cfg.Replica, State: st, Reason: reason}
+	s := Stats{Volume: w.cfg.Volume, Replica: w.cfg.Replica, State: st, Reason: reason,
+		ReadIndexRounds: w.verify.rounds.Load(), Reads: w.verify.reads.Load()}
 	if r := w.shared.Load(); r != nil && st == ReplicaStateRunning {
 		s.RaftState = r.State().String()
 		_, id := r.LeaderWithID()

@@ -24,6 +24,7 @@ type metrics struct {
 
 	rejects, raftState, applied, commit, lag, workers, inUse, limit, waiting *prometheus.Desc
 	followerMatch, followerLag, healthy                                      *prometheus.Desc
+	readRounds, reads                                                        *prometheus.Desc
 }
 
 func newMetrics(h *Host) *metrics {
@@ -47,6 +48,10 @@ func newMetrics(h *Host) *metrics {
 	m.healthy = prometheus.NewDesc("cellfleet_replica_healthy",
 		"1 while a running replica is a working member of its group: its journal appends succeed and it keeps up with the coordinator's commits.", wl, nil)
 	m.lag = prometheus.NewDesc("cellfleet_replica_lag_entries", "Entries in this replica's journal not yet applied (last index - applied).", wl, nil)
+	m.readRounds = prometheus.NewDesc("cellfleet_replica_read_index_rounds_total",
+		"Quorum checks of the coordinator's authority made for reads; concurrent reads share one.", wl, nil)
+	m.reads = prometheus.NewDesc("cellfleet_replica_reads_total",
+		"Reads served as coordinator after a quorum check of its authority.", wl, nil)
 	fl := []string{"volume", "replica", "follower"}
 	m.followerMatch = prometheus.NewDesc("cellfleet_replica_follower_match_index",
 		"On the coordinator: the highest journal index each follower acknowledged as appended in the current term (Raft's match index).", fl, nil)
@@ -79,7 +84,7 @@ func (m *metrics) rejected(b Bound) {
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.raftState, m.healthy, m.applied, m.commit, m.lag, m.followerMatch, m.followerLag, m.workers, m.inUse, m.limit, m.waiting, m.rejects} {
+	for _, d := range []*prometheus.Desc{m.raftState, m.healthy, m.applied, m.commit, m.lag, m.followerMatch, m.followerLag, m.readRounds, m.reads, m.workers, m.inUse, m.limit, m.waiting, m.rejects} {
 		ch <- d
 	}
 }
@@ -106,6 +111,8 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.healthy, prometheus.GaugeValue, healthy, s.Volume, s.Replica)
 		ch <- prometheus.MustNewConstMetric(m.applied, prometheus.GaugeValue, float64(s.AppliedIndex), s.Volume, s.Replica)
 		ch <- prometheus.MustNewConstMetric(m.commit, prometheus.GaugeValue, float64(s.CommitIndex), s.Volume, s.Replica)
+		ch <- prometheus.MustNewConstMetric(m.readRounds, prometheus.CounterValue, float64(s.ReadIndexRounds), s.Volume, s.Replica)
+		ch <- prometheus.MustNewConstMetric(m.reads, prometheus.CounterValue, float64(s.Reads), s.Volume, s.Replica)
 		ch <- prometheus.MustNewConstMetric(m.lag, prometheus.GaugeValue, float64(s.LastIndex-min(s.AppliedIndex, s.LastIndex)), s.Volume, s.Replica)
 		for _, f := range s.Followers {
 			ch <- prometheus.MustNewConstMetric(m.followerMatch, prometheus.GaugeValue, float64(f.MatchIndex), s.Volume, s.Replica, f.ID)
