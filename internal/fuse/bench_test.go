@@ -216,16 +216,12 @@ func BenchmarkParallelWrites(b *testing.B) {
 }
 
 // seqRead reads path in 1 MiB reads after dropping the cached pages of
-// each of drop (the file itself for the raw directory, the backing file for
-// the loopback example).
+// every file under each of drop (the raw file itself, the loopback
+// example's backing file, the replicas' data directories), so that every
+// read comes from the disk.
 func seqRead(b *testing.B, path string, drop ...string) float64 {
 	for _, d := range drop {
-		g, err := os.Open(d)
-		if err != nil {
-			b.Fatal(err)
-		}
-		_ = unix.Fadvise(int(g.Fd()), 0, 0, unix.FADV_DONTNEED)
-		g.Close()
+		dropPages(b, d)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -249,8 +245,9 @@ func seqRead(b *testing.B, path string, drop ...string) float64 {
 }
 
 // BenchmarkSeqRead1MiB: a 64 MiB file read in 1 MiB reads with a cold
-// cache (the raw and loopback backing files' pages dropped, the mount's
-// read through a fresh read-only mount each time) (MiB/s), with the
+// cache (the pages of the raw file, of the loopback example's backing file
+// and of the replicas' files dropped, the mount's read through a fresh
+// read-only mount each time) (MiB/s), with the
 // default readahead window (readahead.go) and 1 MiB requests, with the
 // kernel's own 128 KiB window, and with 128 KiB requests.
 func BenchmarkSeqRead1MiB(b *testing.B) {
@@ -278,13 +275,31 @@ func BenchmarkSeqRead1MiB(b *testing.B) {
 				fresh := t.c.mount(b, cfuse.Options{ReadOnly: true, SingleWriter: true,
 					MaxReadAhead: mode.transfer, MaxWrite: mode.transfer, ReadAheadWindow: mode.window})
 				before = t.mnt.pathCPU()
-				rate[2] += seqRead(b, filepath.Join(fresh, name))
+				rate[2] += seqRead(b, filepath.Join(fresh, name), t.c.Dir)
 				cpu[2] += t.mnt.pathCPU() - before
 			}
 			n := float64(b.N)
 			report(b, "MiB/s", rate[0]/n, rate[1]/n, rate[2]/n)
 			reportCPU(b, cpu[1], cpu[2], b.N*seqBytes>>20)
 		})
+	}
+}
+
+// dropPages drops the page cache of every regular file under root.
+func dropPages(b *testing.B, root string) {
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+	})
+	if err != nil {
+		b.Fatalf("drop the cached pages under %s: %v", root, err)
 	}
 }
 

@@ -57,6 +57,7 @@ type FSM struct {
 	mu    sync.RWMutex
 	st    *state
 	files *fileCache
+	ra    readAhead // sequential readers' readahead (readahead.go)
 
 	appliedMu sync.Mutex
 	applied   uint64

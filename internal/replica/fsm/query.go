@@ -94,6 +94,7 @@ func (f *FSM) read(op *wire.Op) wire.Result {
 		if err != nil && err != io.EOF {
 			return errno(syscall.EIO)
 		}
+		f.ra.after(op.Ino, fh, op.Offset, op.Offset+uint64(k))
 	}
 	// A sparse tail past the backing file's end reads as zeros.
 	for i := k; i < len(buf); i++ {
