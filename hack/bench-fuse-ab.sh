@@ -21,6 +21,7 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap "exit 130" INT TERM
 
 git -C "$root" worktree add --detach "$tmp/base" "$base" >/dev/null
 echo "building the benchmarks of this tree and of $base" >&2
@@ -51,7 +52,7 @@ printf '%-48s %-28s %14s %14s %9s\n' benchmark metric new "old ($base)" new/old
 awk '
 	{
 		side = $1; name = $2; sub(/-[0-9]+$/, "", name)
-		for (i = 5; i + 1 <= NF; i += 2) {
+		for (i = 4; i + 1 <= NF; i += 2) {
 			unit = $(i + 1)
 			if (unit !~ /^(program-)?mount-/) continue
 			v[side, name, unit] = $i
