@@ -85,10 +85,17 @@ type loadWorker struct {
 	next      int
 	progress  *atomic.Int64
 	errs      chan error
+	// readOnly: only register reads (the concurrent readers sharing one
+	// client, so their reads share the coordinator's read-index rounds).
+	readOnly bool
 }
 
 func (w *loadWorker) run(ctx context.Context, h *history) {
 	for ctx.Err() == nil {
+		if w.readOnly {
+			w.register(ctx, h, false)
+			continue
+		}
 		switch n := w.rng.Intn(10); {
 		case n < 4:
 			w.append(ctx)
@@ -182,7 +189,8 @@ func TestKillOfCoordinatorLosesNoAcknowledgedWriteAndStaysLinearizable(t *testin
 		regs = append(regs, createFile(t, setup, fmt.Sprintf("register-%d", f)))
 	}
 	var progress atomic.Int64
-	errs := make(chan error, clients)
+	const readers = 4
+	errs := make(chan error, clients+readers)
 	h := &history{origin: time.Now()}
 	var workers []*loadWorker
 	for i := 0; i < clients; i++ {
@@ -191,9 +199,20 @@ func TestKillOfCoordinatorLosesNoAcknowledgedWriteAndStaysLinearizable(t *testin
 			log: createFile(t, setup, fmt.Sprintf("log-%d", i)), rng: rand.New(rand.NewSource(int64(i))),
 			acked: map[int]bool{}, uncertain: map[int]bool{}, progress: &progress, errs: errs})
 	}
+	// Concurrent readers on one client: their reads reach the coordinator
+	// together and share its read-index rounds (replica/leader.go); none
+	// may return a value older than the last write acknowledged before it
+	// was called, across every change of coordinator.
+	shared := c.client(c.clientConfig())
+	var all []*loadWorker
+	all = append(all, workers...)
+	for i := 0; i < readers; i++ {
+		all = append(all, &loadWorker{id: clients + i, cl: shared, registers: regs, readOnly: true,
+			rng: rand.New(rand.NewSource(int64(clients + i))), progress: &progress, errs: errs})
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	for _, w := range workers {
+	for _, w := range all {
 		wg.Add(1)
 		go func() { defer wg.Done(); w.run(ctx, h) }()
 	}
