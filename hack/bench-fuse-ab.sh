@@ -5,7 +5,10 @@
 # and prints every mount figure both report with its new/old ratio.
 #
 #   BENCH_BASE=3cad493 make bench-fuse
-#   BENCH_BASE=3cad493 BENCH='SeqRead|Creates' BENCHTIME=3x hack/bench-fuse-ab.sh
+#   BENCH_BASE=3cad493 BENCH='SeqRead|Creates' BENCHTIME=3x ROUNDS=2 hack/bench-fuse-ab.sh
+#
+# ROUNDS alternates new and old that many times per benchmark (figures are
+# the means), so that a shared machine's changing load falls on both.
 #
 # For rates (MiB/s, IOPS, creates/s, stats/s) a ratio above 1 is faster; for
 # latencies (-µs) and processor time (cpu-ms/MiB) below 1 is better.
@@ -14,6 +17,7 @@ set -euo pipefail
 base=${BENCH_BASE:?set BENCH_BASE to the commit to compare against}
 filter=${BENCH:-.}
 benchtime=${BENCHTIME:-1x}
+rounds=${ROUNDS:-1}
 root=$(git rev-parse --show-toplevel)
 tmp=$(mktemp -d)
 cleanup() {
@@ -39,12 +43,14 @@ run() { # run new|old benchmark
 }
 
 for b in $("$tmp/new.test" -test.list 'Benchmark.*' | grep -E "$filter"); do
-	run new "$b"
-	if "$tmp/old.test" -test.list "^$b\$" | grep -q .; then
-		run old "$b"
-	else
-		echo "($b does not exist at $base)" >&2
-	fi
+	for _ in $(seq "$rounds"); do
+		run new "$b"
+		if "$tmp/old.test" -test.list "^$b\$" | grep -q .; then
+			run old "$b"
+		else
+			echo "($b does not exist at $base)" >&2
+		fi
+	done
 done
 
 echo
@@ -55,15 +61,16 @@ awk '
 		for (i = 4; i + 1 <= NF; i += 2) {
 			unit = $(i + 1)
 			if (unit !~ /^(program-)?mount-/) continue
-			v[side, name, unit] = $i
+			v[side, name, unit] += $i; cnt[side, name, unit]++
 			if (side == "new" && !((name, unit) in seen)) { seen[name, unit] = 1; order[++n] = name SUBSEP unit }
 		}
 	}
 	END {
 		for (k = 1; k <= n; k++) {
 			split(order[k], p, SUBSEP)
-			nv = v["new", p[1], p[2]]; ov = v["old", p[1], p[2]]
-			if (ov == "") { printf "%-48s %-28s %14s %14s %9s\n", p[1], p[2], nv, "-", "-"; continue }
-			printf "%-48s %-28s %14s %14s %9.2f\n", p[1], p[2], nv, ov, (ov == 0 ? 0 : nv / ov)
+			nv = v["new", p[1], p[2]] / cnt["new", p[1], p[2]]
+			if (!(("old", p[1], p[2]) in cnt)) { printf "%-48s %-28s %14.4g %14s %9s\n", p[1], p[2], nv, "-", "-"; continue }
+			ov = v["old", p[1], p[2]] / cnt["old", p[1], p[2]]
+			printf "%-48s %-28s %14.4g %14.4g %9.2f\n", p[1], p[2], nv, ov, (ov == 0 ? 0 : nv / ov)
 		}
 	}' "$tmp/results"
