@@ -15,6 +15,7 @@ func TestOptionsRefuseTransferSizesOutsideTheKernelsRange(t *testing.T) {
 		{"128 KiB", Options{Volume: "v", MaxWrite: 128 << 10, MaxReadAhead: 128 << 10}, ""},
 		{"below 4 KiB", Options{Volume: "v", MaxWrite: 512}, "transfer size 512 must be between 4096 and 1048576"},
 		{"above 1 MiB", Options{Volume: "v", MaxReadAhead: 2 << 20}, "transfer size 2097152 must be between"},
+		{"readahead window above 64 MiB", Options{Volume: "v", ReadAheadWindow: 128 << 20}, "readahead window 134217728 above 67108864"},
 		{"volume name with a comma", Options{Volume: "a,b"}, "must not contain commas"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -23,7 +24,7 @@ func TestOptionsRefuseTransferSizesOutsideTheKernelsRange(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got.MaxWrite == 0 || got.MaxReadAhead == 0 {
+				if got.MaxWrite == 0 || got.MaxReadAhead == 0 || got.ReadAheadWindow != ReadAheadWindow {
 					t.Fatalf("defaults not applied: %+v", got)
 				}
 				return
