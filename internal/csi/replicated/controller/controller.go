@@ -55,7 +55,7 @@ type Options struct {
 	// cache that the volume was not created yet.
 	Reader client.Reader
 	// ReplicaNamespace is where the volume controller keeps VolumeReplicas
-	// (the manager's namespace); CreateVolume reads the replicas' endpoints
+	// (the manager's --storage-namespace); CreateVolume reads the replicas' endpoints
 	// there for the volume context.
 	ReplicaNamespace string
 	// ReadyWait bounds how long one call waits (DefaultReadyWait if zero).

@@ -7,7 +7,7 @@ package controller
 //     capacity growth only; the CEL rules refuse anything else);
 //   - StorageClasses: get (the backing class must exist, allow expansion);
 //   - CSIStorageCapacities: list (the backing class's per-node capacity);
-//   - VolumeReplicas: list, in the manager's namespace only (the endpoints
+//   - VolumeReplicas: list, in the storage namespace only (the endpoints
 //     of the volume context).
 // It never touches claims, Services, Secrets or VolumeReplica writes: those
 // are the volume controller's.
@@ -15,4 +15,4 @@ package controller
 // +kubebuilder:rbac:groups=storage.eric.dev,resources=replicatedvolumes,verbs=get;create;update;delete
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=csistoragecapacities,verbs=list
-// +kubebuilder:rbac:groups=storage.eric.dev,namespace=system,resources=volumereplicas,verbs=list
+// +kubebuilder:rbac:groups=storage.eric.dev,namespace=cellfleet-storage,resources=volumereplicas,verbs=list
