@@ -114,8 +114,8 @@ func (c *Controller) checkLimit(ctx context.Context, rpc, class string, replicas
 	if limit := largestFitting(perNode, replicas); bytes > limit {
 		return status.Errorf(codes.OutOfRange,
 			"%s: capacity %d bytes is past backing StorageClass %s's limit of %d bytes for %d replicas "+
-				"(%d nodes publish capacity; the %d-th largest has %d)",
-			rpc, bytes, class, limit, replicas, len(perNode), replicas, limit)
+				"(%d nodes publish capacity; each replica needs a node of its own with room for the whole capacity)",
+			rpc, bytes, class, limit, replicas, len(perNode))
 	}
 	return nil
 }
