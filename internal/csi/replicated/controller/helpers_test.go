@@ -83,6 +83,7 @@ type harness struct {
 	ctrl   csi.ControllerClient
 	ident  csi.IdentityClient
 	writes *deleteRecorder
+	socket string
 }
 
 // serve starts a controller with the given wait for the volume controller.
@@ -103,7 +104,7 @@ func serve(t *testing.T, wait time.Duration) *harness {
 	if _, err := csi.NewIdentityClient(conn).GetPluginInfo(testContext(t), &csi.GetPluginInfoRequest{}, grpc.WaitForReady(true)); err != nil {
 		t.Fatalf("the CSI controller must answer on its socket: %v", err)
 	}
-	return &harness{ctrl: csi.NewControllerClient(conn), ident: csi.NewIdentityClient(conn), writes: rec}
+	return &harness{ctrl: csi.NewControllerClient(conn), ident: csi.NewIdentityClient(conn), writes: rec, socket: socket}
 }
 
 // backingClass creates a local.storage.eric.dev StorageClass.
@@ -219,10 +220,16 @@ func expectCode(t *testing.T, what string, err error, code codes.Code, fragments
 // whose replicas have not elected a coordinator.
 func standInVolumeController(t *testing.T, id string, ready bool) {
 	t.Helper()
-	ctx := context.Background()
-	rv := getVolume(t, id)
-	if rv == nil {
-		t.Fatalf("stand-in volume controller: volume %s does not exist", id)
+	if err := standIn(context.Background(), id, ready); err != nil {
+		t.Fatalf("stand-in volume controller: %v", err)
+	}
+}
+
+// standIn is standInVolumeController's body, usable from a goroutine.
+func standIn(ctx context.Context, id string, ready bool) error {
+	rv := &storagev1alpha1.ReplicatedVolume{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: id}, rv); err != nil {
+		return fmt.Errorf("get volume %s: %w", id, err)
 	}
 	n := int(rv.Spec.Replicas)
 	name := func(i int) string { return fmt.Sprintf("%s-r%d", id, i) }
@@ -240,9 +247,8 @@ func standInVolumeController(t *testing.T, id string, ready bool) {
 				Peers: peers, BackingClaimName: name(i), Generation: 1},
 		}
 		if err := env.Client.Create(ctx, vr); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("stand-in volume controller: create VolumeReplica %s: %v", vr.Name, err)
+			return fmt.Errorf("create VolumeReplica %s: %w", vr.Name, err)
 		}
-		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), vr) })
 	}
 	readyStatus, reason := metav1.ConditionFalse, storagev1alpha1.ReasonNoCoordinator
 	if ready {
@@ -254,6 +260,7 @@ func standInVolumeController(t *testing.T, id string, ready bool) {
 	meta.SetStatusCondition(&rv.Status.Conditions, metav1.Condition{Type: storagev1alpha1.VolumeReady.String(),
 		Status: readyStatus, Reason: reason.String(), Message: "stand-in volume controller", ObservedGeneration: rv.Generation})
 	if err := env.Client.Status().Update(ctx, rv); err != nil {
-		t.Fatalf("stand-in volume controller: write status of %s: %v", id, err)
+		return fmt.Errorf("write status of %s: %w", id, err)
 	}
+	return nil
 }
