@@ -95,8 +95,13 @@ func serve(t *testing.T, wait time.Duration) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	socket := csitest.Serve(t, dir, server.Services{
+	return serveController(t, c, rec)
+}
+
+// serveController serves c on a socket and dials it.
+func serveController(t *testing.T, c *controller.Controller, rec *deleteRecorder) *harness {
+	t.Helper()
+	socket := csitest.Serve(t, t.TempDir(), server.Services{
 		Identity:   &server.Identity{Name: replicated.DriverName, Version: "test", Controller: true, OnlineExpansion: true},
 		Controller: c,
 	})
