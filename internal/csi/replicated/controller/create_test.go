@@ -141,7 +141,14 @@ func TestCreateVolumeAnswersAbortedUntilPlacedAndReadyThenReturnsTheVolume(t *te
 		resp, err = slow.ctrl.CreateVolume(testContext(t), req)
 		done <- err
 	}()
-	time.Sleep(500 * time.Millisecond) // let the call start waiting; the result does not depend on it
+	// Give the call time to be waiting (not a synchronisation: the check
+	// below fails the test if it already answered).
+	time.Sleep(500 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("CreateVolume of a volume that is not Ready must wait, not answer %v", err)
+	default:
+	}
 	standInVolumeController(t, name, true)
 	if err := <-done; err != nil {
 		t.Fatalf("CreateVolume waiting when the volume becomes Ready must return it, got %v", err)
