@@ -68,7 +68,7 @@ test: ## the whole suite: unit, envtest, process and FUSE tests
 
 .PHONY: test-envtest
 test-envtest: ## only the suites that run on the real API server
-	KUBEBUILDER_ASSETS=$(ASSETS) go test $(GOTEST_FLAGS) ./api/... ./internal/controller/...
+	KUBEBUILDER_ASSETS=$(ASSETS) go test $(GOTEST_FLAGS) ./api/... ./internal/controller/... ./internal/csi/replicated/controller/...
 
 .PHONY: bench
 bench: ## benchmarks, written as ratios against a baseline of the same run

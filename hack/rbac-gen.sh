@@ -13,3 +13,4 @@ gen() { # package-dir role-name output-dir
 gen cmd/manager manager config/rbac/manager
 gen internal/controller/fleet cellfleet-fleet config/rbac/fleet
 gen internal/controller/volume cellfleet-volume config/rbac/volume
+gen internal/csi/replicated/controller cellfleet-csi-controller config/rbac/csi-controller

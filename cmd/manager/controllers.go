@@ -8,7 +8,14 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/cellfleet/cellfleet/internal/controller/fleet"
+	"github.com/cellfleet/cellfleet/internal/csi/replicated"
+	csicontroller "github.com/cellfleet/cellfleet/internal/csi/replicated/controller"
+	"github.com/cellfleet/cellfleet/internal/csi/server"
 )
+
+// version is the manager's version, set at build time with
+// -ldflags "-X main.version=...".
+var version = "dev"
 
 // setupControllers registers every controller with the manager. Each
 // controller package owns its own wiring; this only passes the options.
@@ -29,6 +36,27 @@ func setupControllers(mgr ctrl.Manager, opts options) error {
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up fleet operator: %w", err)
+	}
+	return setupCSIController(mgr, opts)
+}
+
+// setupCSIController serves the replicated driver's CSI controller on
+// --csi-controller-socket, when set, as a Runnable of the manager.
+func setupCSIController(mgr ctrl.Manager, opts options) error {
+	if opts.csiControllerSocket == "" {
+		return nil
+	}
+	log := slog.Default().With("component", "csi-controller", "driver", replicated.DriverName)
+	c, err := csicontroller.New(csicontroller.Options{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), ReplicaNamespace: opts.storageNamespace, Log: log,
+	})
+	if err != nil {
+		return fmt.Errorf("CSI controller: %w", err)
+	}
+	srv := &csicontroller.Server{Socket: opts.csiControllerSocket, Controller: c, Version: version,
+		Metrics: server.NewMetrics(crmetrics.Registry, replicated.DriverName), Log: log}
+	if err := mgr.Add(srv); err != nil {
+		return fmt.Errorf("add CSI controller: %w", err)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/cellfleet/cellfleet/internal/controller/fleet"
+	"github.com/cellfleet/cellfleet/internal/csi/server"
 )
 
 type options struct {
@@ -20,6 +21,12 @@ type options struct {
 	memberReplacementDelay  time.Duration
 	fleetNamespaces         []string
 	logLevel                slog.Level
+
+	storageNamespace string
+
+	// csiControllerSocket is the replicated driver's CSI controller socket
+	// ("" serves none).
+	csiControllerSocket string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -33,6 +40,11 @@ func parseFlags(args []string) (options, error) {
 		"how long one PersistentFleet member may stay down, while every other member is ready, before it is replaced on a fresh disk (at least 1m)")
 	fleetNS := fs.String("fleet-namespaces", "celld",
 		"comma-separated namespaces whose CelldFleets this manager operates; the fleet Role is bound in each (seed 002)")
+	fs.StringVar(&o.storageNamespace, "storage-namespace", "cellfleet-storage",
+		"namespace of the NODE DaemonSet, the VolumeReplicas, backing claims, replica Services and the Secrets nodes read")
+	fs.StringVar(&o.csiControllerSocket, "csi-controller-socket", "",
+		"unix socket (unix:///abs/path or /abs/path) on which to serve the CSI controller of replicated.storage.eric.dev "+
+			"to the csi-provisioner and csi-resizer sidecars; empty serves none")
 	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log level: DEBUG, INFO, WARN or ERROR")
 	err := fs.Parse(args)
 	if err != nil {
@@ -48,6 +60,14 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("--member-replacement-delay=%s is below the minimum of %s: "+
 			"a shorter delay would replace members that can still come back on their own disks",
 			o.memberReplacementDelay, fleet.MinMemberReplacementDelay)
+	}
+	if errs := validation.IsDNS1123Label(o.storageNamespace); len(errs) > 0 {
+		return o, fmt.Errorf("--storage-namespace: %q is not a namespace name: %s", o.storageNamespace, strings.Join(errs, "; "))
+	}
+	if o.csiControllerSocket != "" {
+		if o.csiControllerSocket, err = server.ParseEndpoint(o.csiControllerSocket); err != nil {
+			return o, fmt.Errorf("--csi-controller-socket: %w", err)
+		}
 	}
 	return o, nil
 }

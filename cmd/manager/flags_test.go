@@ -69,3 +69,32 @@ func TestFleetNamespacesFlag(t *testing.T) {
 		}
 	}
 }
+
+func TestCSIControllerSocketFlag(t *testing.T) {
+	cases := []struct {
+		arg, want, wantErr string
+	}{
+		{arg: "", want: ""},
+		{arg: "--csi-controller-socket=unix:///csi/csi.sock", want: "/csi/csi.sock"},
+		{arg: "--csi-controller-socket=/csi/csi.sock", want: "/csi/csi.sock"},
+		{arg: "--csi-controller-socket=tcp://0.0.0.0:9000", wantErr: "only unix:// sockets"},
+		{arg: "--csi-controller-socket=csi.sock", wantErr: "absolute and clean"},
+		{arg: "--storage-namespace=Storage", wantErr: "--storage-namespace"},
+	}
+	for _, tc := range cases {
+		var args []string
+		if tc.arg != "" {
+			args = []string{tc.arg}
+		}
+		o, err := parseFlags(args)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("parseFlags(%q) error = %v, want one containing %q", tc.arg, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || o.csiControllerSocket != tc.want {
+			t.Errorf("parseFlags(%q) = socket %q, %v; want %q", tc.arg, o.csiControllerSocket, err, tc.want)
+		}
+	}
+}

@@ -19,6 +19,9 @@ type Identity struct {
 	Controller bool
 	// Topology says volumes are reachable from a subset of nodes only.
 	Topology bool
+	// OnlineExpansion says a published volume can be expanded (with the
+	// Controller's EXPAND_VOLUME capability).
+	OnlineExpansion bool
 	// Ready reports whether the driver can serve (nil error: ready).
 	Ready func() error
 }
@@ -31,7 +34,8 @@ func (i *Identity) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*c
 	return &csi.GetPluginInfoResponse{Name: i.Name, VendorVersion: i.Version}, nil
 }
 
-// GetPluginCapabilities lists the Controller service and topology support.
+// GetPluginCapabilities lists the Controller service, topology and online
+// expansion support.
 func (i *Identity) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
 	var caps []*csi.PluginCapability
 	service := func(t csi.PluginCapability_Service_Type) {
@@ -43,6 +47,10 @@ func (i *Identity) GetPluginCapabilities(context.Context, *csi.GetPluginCapabili
 	}
 	if i.Topology {
 		service(csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS)
+	}
+	if i.OnlineExpansion {
+		caps = append(caps, &csi.PluginCapability{Type: &csi.PluginCapability_VolumeExpansion_{
+			VolumeExpansion: &csi.PluginCapability_VolumeExpansion{Type: csi.PluginCapability_VolumeExpansion_ONLINE}}})
 	}
 	return &csi.GetPluginCapabilitiesResponse{Capabilities: caps}, nil
 }

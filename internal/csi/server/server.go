@@ -24,7 +24,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
-// Services are the CSI services one driver serves. Controller may be nil.
+// Services are the CSI services one driver serves: Identity and at least one
+// of Controller (the manager's replicated controller serves no Node) and Node.
 type Services struct {
 	Identity   *Identity
 	Controller csi.ControllerServer
@@ -57,8 +58,8 @@ func ParseEndpoint(endpoint string) (string, error) {
 // Serve listens on the unix socket, serves until ctx ends, then stops
 // gracefully. A stale socket file left by a killed plugin is replaced.
 func Serve(ctx context.Context, log *slog.Logger, socket string, svc Services, metrics *Metrics) error {
-	if svc.Identity == nil || svc.Node == nil {
-		return errors.New("serve: Identity and Node services are required")
+	if svc.Identity == nil || (svc.Node == nil && svc.Controller == nil) {
+		return errors.New("serve: the Identity service and a Controller or Node service are required")
 	}
 	if err := os.MkdirAll(filepath.Dir(socket), 0o750); err != nil {
 		return fmt.Errorf("create socket directory: %w", err)
@@ -72,7 +73,9 @@ func Serve(ctx context.Context, log *slog.Logger, socket string, svc Services, m
 	}
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(logRPC(log), metrics.interceptor()))
 	csi.RegisterIdentityServer(srv, svc.Identity)
-	csi.RegisterNodeServer(srv, svc.Node)
+	if svc.Node != nil {
+		csi.RegisterNodeServer(srv, svc.Node)
+	}
 	if svc.Controller != nil {
 		csi.RegisterControllerServer(srv, svc.Controller)
 	}
