@@ -83,6 +83,8 @@ type Log struct {
 	// failing is the current run of failed appends (nil: the last one
 	// succeeded). Written under appendMu, read without a lock.
 	failing atomic.Pointer[AppendFailure]
+	// recent holds the newest published entries (cache.go), under mu.
+	recent recentCache
 }
 
 // OpenLog opens or creates the journal in dir, recovering a torn tail.
@@ -284,6 +286,9 @@ func (l *Log) GetLog(index uint64, lg *raft.Log) error {
 	if index < l.floor {
 		return raft.ErrLogNotFound
 	}
+	if l.recent.get(index, lg) {
+		return nil
+	}
 	i := sort.Search(len(l.segs), func(i int) bool {
 		s := l.segs[i]
 		return len(s.offsets) == 0 || s.last() >= index
@@ -404,6 +409,7 @@ func (l *Log) storeLogs(logs []*raft.Log) error {
 	}
 	tail.offsets = append(tail.offsets, offs...)
 	tail.size += int64(n)
+	l.recent.add(logs, time.Now())
 	return nil
 }
 
