@@ -105,6 +105,7 @@ func (w *Worker) boundJournal() {
 			return
 		case <-t.C:
 		}
+		w.wal.DropIdle(time.Now())
 		w.retainTrailing()
 		if w.wal.Bytes() < w.bounds.trigger {
 			continue

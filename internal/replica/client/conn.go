@@ -137,10 +137,10 @@ func (c *conn) roundTrip(ctx context.Context, ops []wire.Op, timeout time.Durati
 		delete(c.pending, id)
 		c.mu.Unlock()
 	}
-	body := wire.AppendCall(&wire.Call{ID: id, Ops: ops})
+	frame := wire.CallFrame(&wire.Call{ID: id, Ops: ops})
 	c.wmu.Lock()
 	_ = c.tc.SetWriteDeadline(time.Now().Add(timeout))
-	err = wire.WriteFrame(c.tc, body)
+	err = wire.WritePrefixed(c.tc, frame)
 	c.wmu.Unlock()
 	if err != nil {
 		forget()

@@ -83,6 +83,8 @@ type Log struct {
 	// failing is the current run of failed appends (nil: the last one
 	// succeeded). Written under appendMu, read without a lock.
 	failing atomic.Pointer[AppendFailure]
+	// recent holds the newest published entries (cache.go), under mu.
+	recent recentCache
 }
 
 // OpenLog opens or creates the journal in dir, recovering a torn tail.
@@ -284,6 +286,9 @@ func (l *Log) GetLog(index uint64, lg *raft.Log) error {
 	if index < l.floor {
 		return raft.ErrLogNotFound
 	}
+	if l.recent.get(index, lg) {
+		return nil
+	}
 	i := sort.Search(len(l.segs), func(i int) bool {
 		s := l.segs[i]
 		return len(s.offsets) == 0 || s.last() >= index
@@ -381,20 +386,17 @@ func (l *Log) storeLogs(logs []*raft.Log) error {
 		l.mu.Unlock()
 		tail = next
 	}
-	total := markerSize
-	for _, lg := range logs {
-		total += frameHeader + logFixedSize + 2*binary.MaxVarintLen64 + len(lg.Data) + len(lg.Extensions)
-	}
-	buf := encodeMarker(make([]byte, 0, total), tail.size)
+	vec := newBatchVec(logs)
+	vec.marker(tail.size)
 	offs := make([]uint32, 0, len(logs))
 	for _, lg := range logs {
-		offs = append(offs, uint32(tail.size+int64(len(buf))))
-		buf = encodeLog(buf, lg)
+		offs = append(offs, uint32(tail.size+int64(vec.log(lg))))
 	}
-	if tail.size+int64(len(buf)) > 1<<32-1 {
+	iov, n := vec.done()
+	if tail.size+int64(n) > 1<<32-1 {
 		return fmt.Errorf("journal segment would exceed 4 GiB")
 	}
-	if _, err := tail.f.WriteAt(buf, tail.size); err != nil {
+	if err := pwriteAll(tail.f, iov, tail.size); err != nil {
 		return fmt.Errorf("append to journal: %w", err)
 	}
 	if err := l.syncData(int(tail.f.Fd())); err != nil {
@@ -406,7 +408,8 @@ func (l *Log) storeLogs(logs []*raft.Log) error {
 		tail.first = logs[0].Index
 	}
 	tail.offsets = append(tail.offsets, offs...)
-	tail.size += int64(len(buf))
+	tail.size += int64(n)
+	l.recent.add(logs, time.Now())
 	return nil
 }
 

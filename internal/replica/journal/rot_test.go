@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"testing"
@@ -92,10 +93,13 @@ func TestTornBatchWithGoodFramesBehindABadOneIsATornTail(t *testing.T) {
 // segment is treated as a torn tail, as it was.
 func TestJournalWithoutBatchMarkersStillOpens(t *testing.T) {
 	dir := t.TempDir()
-	var buf []byte
-	for _, lg := range entries(1, 20) {
-		buf = encodeLog(buf, lg)
+	logs := entries(1, 20)
+	vec := newBatchVec(logs)
+	for _, lg := range logs {
+		vec.log(lg)
 	}
+	iov, _ := vec.done()
+	buf := bytes.Join(iov, nil)
 	if err := os.WriteFile(filepathSeg(dir, 1), buf, 0o600); err != nil {
 		t.Fatal(err)
 	}

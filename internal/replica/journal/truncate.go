@@ -15,6 +15,7 @@ func (l *Log) DeleteRange(lo, hi uint64) error {
 	defer l.appendMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.recent.clear()
 	last := l.lastLocked()
 	if last == 0 || lo > last {
 		return nil

@@ -60,11 +60,11 @@ func (s *RPCServer) ServeConn(c net.Conn) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wmu sync.Mutex
-	send := func(body []byte) {
+	send := func(frame []byte) {
 		wmu.Lock()
 		defer wmu.Unlock()
 		_ = c.SetWriteDeadline(time.Now().Add(30 * time.Second))
-		if err := wire.WriteFrame(c, body); err != nil {
+		if err := wire.WritePrefixed(c, frame); err != nil {
 			c.Close()
 		}
 	}
@@ -78,7 +78,7 @@ func (s *RPCServer) ServeConn(c net.Conn) {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				log.Warn("client stream closed on a bad frame", "error", err)
 				if errors.Is(err, wire.ErrMalformed) {
-					send(wire.AppendReply(wire.FrameReply, &wire.Reply{Status: wire.StatusBadRequest, Message: clip(err.Error())}))
+					send(wire.ReplyFrame(wire.FrameReply, &wire.Reply{Status: wire.StatusBadRequest, Message: clip(err.Error())}))
 				}
 			}
 			return
@@ -86,7 +86,7 @@ func (s *RPCServer) ServeConn(c net.Conn) {
 		call, err := wire.DecodeCall(body)
 		if err != nil {
 			log.Warn("malformed call rejected; nothing applied", "error", err)
-			send(wire.AppendReply(wire.FrameReply, &wire.Reply{ID: call.ID, Status: wire.StatusBadRequest, Message: clip(err.Error())}))
+			send(wire.ReplyFrame(wire.FrameReply, &wire.Reply{ID: call.ID, Status: wire.StatusBadRequest, Message: clip(err.Error())}))
 			return
 		}
 		sem <- struct{}{}
@@ -96,7 +96,7 @@ func (s *RPCServer) ServeConn(c net.Conn) {
 			rep := s.Handler(ctx, call.Ops)
 			rep.ID = call.ID
 			rep.Message = clip(rep.Message)
-			send(wire.AppendReply(wire.FrameReply, &rep))
+			send(wire.ReplyFrame(wire.FrameReply, &rep))
 		}()
 	}
 }

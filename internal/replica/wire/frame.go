@@ -91,20 +91,29 @@ func AppendHello(h *Hello) []byte {
 }
 
 // AppendCall encodes a call frame body.
-func AppendCall(c *Call) []byte {
-	e := newEncoder(16 + opsSize(c.Ops))
+func AppendCall(c *Call) []byte { return CallFrame(c)[frameHeader:] }
+
+// CallFrame encodes a call as a whole frame, length prefix included, for
+// WritePrefixed: one buffer, so the prefix and the body leave in one write
+// (one TLS record for small frames instead of a 4-byte record of its own).
+func CallFrame(c *Call) []byte {
+	e := newFrameEncoder(16 + opsSize(c.Ops))
 	e.byte1(uint8(FrameCall))
 	e.u(c.ID)
 	e.u(uint64(len(c.Ops)))
 	for i := range c.Ops {
 		e.op(&c.Ops[i])
 	}
-	return e.b
+	return e.frame()
 }
 
 // AppendReply encodes a reply frame body of the given type.
-func AppendReply(t FrameType, r *Reply) []byte {
-	e := newEncoder(64 + resultsSize(r.Results))
+func AppendReply(t FrameType, r *Reply) []byte { return ReplyFrame(t, r)[frameHeader:] }
+
+// ReplyFrame encodes a reply as a whole frame, length prefix included, for
+// WritePrefixed.
+func ReplyFrame(t FrameType, r *Reply) []byte {
+	e := newFrameEncoder(64 + resultsSize(r.Results))
 	e.byte1(uint8(t))
 	e.u(r.ID)
 	e.byte1(uint8(r.Status))
@@ -115,6 +124,22 @@ func AppendReply(t FrameType, r *Reply) []byte {
 	for i := range r.Results {
 		e.result(&r.Results[i])
 	}
+	return e.frame()
+}
+
+// frameHeader is the length prefix of every frame.
+const frameHeader = 4
+
+// newFrameEncoder starts a frame with room for its length prefix.
+func newFrameEncoder(n int) *encoder {
+	e := newEncoder(frameHeader + n)
+	e.b = e.b[:frameHeader]
+	return e
+}
+
+// frame fills in the length prefix and returns the whole frame.
+func (e *encoder) frame() []byte {
+	binary.BigEndian.PutUint32(e.b, uint32(len(e.b)-frameHeader))
 	return e.b
 }
 
@@ -196,7 +221,7 @@ func WriteFrame(w io.Writer, body []byte) error {
 	if len(body) > MaxFrame {
 		return fmt.Errorf("frame of %d bytes exceeds the %d byte limit", len(body), MaxFrame)
 	}
-	var hdr [4]byte
+	var hdr [frameHeader]byte
 	binary.BigEndian.PutUint32(hdr[:], uint32(len(body)))
 	if len(body) > 64<<10 {
 		// Large frames: two writes instead of copying the body.
@@ -206,8 +231,21 @@ func WriteFrame(w io.Writer, body []byte) error {
 		_, err := w.Write(body)
 		return err
 	}
-	buf := make([]byte, 0, 4+len(body))
+	buf := make([]byte, 0, frameHeader+len(body))
 	_, err := w.Write(append(append(buf, hdr[:]...), body...))
+	return err
+}
+
+// WritePrefixed writes a frame from CallFrame or ReplyFrame (length prefix
+// included) in one write.
+func WritePrefixed(w io.Writer, frame []byte) error {
+	if len(frame) < frameHeader || int(binary.BigEndian.Uint32(frame)) != len(frame)-frameHeader {
+		return fmt.Errorf("frame of %d bytes without its length prefix", len(frame))
+	}
+	if len(frame)-frameHeader > MaxFrame {
+		return fmt.Errorf("frame of %d bytes exceeds the %d byte limit", len(frame)-frameHeader, MaxFrame)
+	}
+	_, err := w.Write(frame)
 	return err
 }
 
@@ -217,7 +255,7 @@ var ErrFrameTooLarge = fmt.Errorf("%w: frame too large", ErrMalformed)
 // ReadFrame reads one length-prefixed frame, refusing lengths beyond limit
 // before allocating.
 func ReadFrame(r io.Reader, limit int) ([]byte, error) {
-	var hdr [4]byte
+	var hdr [frameHeader]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, err
 	}
