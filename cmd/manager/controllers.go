@@ -8,6 +8,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/cellfleet/cellfleet/internal/controller/fleet"
+	"github.com/cellfleet/cellfleet/internal/controller/volume"
 )
 
 // setupControllers registers every controller with the manager. Each
@@ -29,6 +30,29 @@ func setupControllers(mgr ctrl.Manager, opts options) error {
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up fleet operator: %w", err)
+	}
+	return setupVolumeController(mgr, opts)
+}
+
+func setupVolumeController(mgr ctrl.Manager, opts options) error {
+	metrics, err := volume.NewMetrics(crmetrics.Registry)
+	if err != nil {
+		return fmt.Errorf("register volume metrics: %w", err)
+	}
+	r, err := volume.New(mgr.GetClient(), mgr.GetScheme(), volume.Options{
+		Namespace:               opts.storageNamespace,
+		ManagerNamespace:        opts.managerNamespace,
+		ReplicaReplacementDelay: opts.replicaReplacementDelay,
+		APIReader:               mgr.GetAPIReader(),
+		Recorder:                mgr.GetEventRecorder("volume-controller"),
+		Metrics:                 metrics,
+		Logger:                  slog.Default().With("controller", "replicatedvolume"),
+	})
+	if err != nil {
+		return fmt.Errorf("volume controller: %w", err)
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up volume controller: %w", err)
 	}
 	return nil
 }

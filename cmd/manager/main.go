@@ -1,6 +1,5 @@
-// Command manager runs cellfleet's controllers: today the CelldFleet operator
-// (the replicated-volume lifecycle, whose API types are installed, comes with
-// its controller). It owns no state of its own; everything it decides is read
+// Command manager runs cellfleet's controllers: the CelldFleet operator and
+// the ReplicatedVolume controller. It owns no state of its own; everything it decides is read
 // from, and written to, the Kubernetes API.
 package main
 
@@ -69,6 +68,8 @@ func run(args []string) error {
 	}
 	slog.Info("starting manager", "memberReplacementDelay", opts.memberReplacementDelay.String(),
 		"fleetNamespaces", opts.fleetNamespaces,
+		"storageNamespace", opts.storageNamespace, "replicaRuntime", opts.replicaRuntime,
+		"replicaReplacementDelay", opts.replicaReplacementDelay.String(),
 		"leaderElect", opts.leaderElect)
 	ctx := ctrl.SetupSignalHandler()
 	if err := mgr.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
@@ -78,10 +79,12 @@ func run(args []string) error {
 }
 
 // cacheOptions restricts the informers of namespaced objects to the fleet
-// namespaces: the fleet Role is bound only there, so a cluster-wide watch of
-// Pods or claims would be refused (and would be broader than seed 002 allows).
+// namespaces and the storage namespace: the fleet Role and the volume Role
+// are bound only there, so a cluster-wide watch of Pods or claims would be
+// refused (and would be broader than seed 002 allows). Secrets are never
+// cached: the volume controller reads them one by one through the API reader.
 func cacheOptions(opts options) cache.Options {
-	ns := map[string]cache.Config{}
+	ns := map[string]cache.Config{opts.storageNamespace: {}}
 	for _, n := range opts.fleetNamespaces {
 		ns[n] = cache.Config{}
 	}

@@ -130,8 +130,9 @@ func TestReplicatedVolumeSpecIsImmutable(t *testing.T) {
 		}, wantErr: []string{"spec.accessMode is immutable"}},
 		{name: "replica count change rejected", mutate: func(v *storagev1alpha1.ReplicatedVolume) { v.Spec.Replicas = 5 },
 			wantErr: []string{"spec.replicas is immutable"}},
-		{name: "capacity change rejected", mutate: func(v *storagev1alpha1.ReplicatedVolume) { v.Spec.Capacity = resource.MustParse("2Gi") },
-			wantErr: []string{"spec.capacity is immutable"}},
+		{name: "capacity growth accepted", mutate: func(v *storagev1alpha1.ReplicatedVolume) { v.Spec.Capacity = resource.MustParse("2Gi") }},
+		{name: "capacity shrink rejected", mutate: func(v *storagev1alpha1.ReplicatedVolume) { v.Spec.Capacity = resource.MustParse("512Mi") },
+			wantErr: []string{"spec.capacity may grow but never shrink"}},
 		{name: "same capacity in other units accepted", mutate: func(v *storagev1alpha1.ReplicatedVolume) {
 			v.Spec.Capacity = resource.MustParse("1024Mi")
 		}},

@@ -5,9 +5,9 @@ package v1alpha1
 // flow"): the manager records the immutable access mode, replica count,
 // requested capacity and backing class when CreateVolume runs, and reports
 // robustness from its VolumeReplicas. The spec is a record of provisioning
-// intent, so every field of it is immutable once written: changing a count
-// or class in place would silently disagree with the backing claims and Raft
-// membership that already exist.
+// intent, so every field of it except a growing capacity is immutable once
+// written: changing a count or class in place would silently disagree with
+// the backing claims and Raft membership that already exist.
 
 import (
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -33,10 +33,12 @@ type ReplicatedVolumeSpec struct {
 	Replicas int32 `json:"replicas,omitempty"`
 
 	// capacity is the requested capacity of the filesystem; each backing
-	// claim requests this much from the backing class.
+	// claim requests this much from the backing class. It may grow (volume
+	// expansion: the volume controller grows the backing claims) but never
+	// shrink, since files already written may need every byte.
 	// +kubebuilder:validation:Required
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="spec.capacity must be greater than zero"
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity(string(oldSelf))) == 0",message="spec.capacity is immutable"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0",message="spec.capacity may grow but never shrink"
 	Capacity resource.Quantity `json:"capacity"`
 
 	// backingStorageClassName is the StorageClass of the replicas' backing

@@ -12,6 +12,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Port bounds of a replica listener: unprivileged ports only.
@@ -123,7 +124,15 @@ type VolumeReplicaStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	Lag int64 `json:"lag,omitempty"`
 
-	// conditions are Ready, Admitted, Published and ReplicaStateLost.
+	// releasedClaimUID is the replica host's identity-bound release
+	// acknowledgement: set, once the replica is being deleted, to the UID of
+	// the backing claim whose worker it closed and whose publication it
+	// removed. The manager reclaims that claim, and only that one, after it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	ReleasedClaimUID types.UID `json:"releasedClaimUID,omitempty"`
+
+	// conditions are Ready, Admitted, Published, ReplicaStateLost and Released.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
