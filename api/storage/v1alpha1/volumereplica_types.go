@@ -12,7 +12,6 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // Port bounds of a replica listener: unprivileged ports only.
@@ -130,7 +129,7 @@ type VolumeReplicaStatus struct {
 	// removed. The manager reclaims that claim, and only that one, after it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
-	ReleasedClaimUID types.UID `json:"releasedClaimUID,omitempty"`
+	ReleasedClaimUID string `json:"releasedClaimUID,omitempty"`
 
 	// conditions are Ready, Admitted, Published, ReplicaStateLost and Released.
 	// +optional

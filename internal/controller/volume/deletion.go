@@ -89,7 +89,7 @@ func (r *Reconciler) releaseReplica(ctx context.Context, rv *storagev1alpha1.Rep
 	case !ownedBy(claim, rv):
 		// Not this volume's claim: never touched.
 	default:
-		if needsAck(claim) && vr.Status.ReleasedClaimUID != claim.UID {
+		if needsAck(claim) && vr.Status.ReleasedClaimUID != string(claim.UID) {
 			return fmt.Sprintf("replica %s: waiting for the host on node %s to acknowledge the release of claim %s (uid %s)",
 				vr.Name, vr.Spec.Node, claim.Name, claim.UID), nil
 		}
