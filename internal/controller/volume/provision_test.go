@@ -268,9 +268,16 @@ func TestRestartMidProvisionConvergesWithoutDuplicates(t *testing.T) {
 			for _, vr := range fx.replicas(rv.Name) {
 				before[vr.Name] = vr.Spec.Node
 			}
+			// Another volume placed while the manager was down takes nodes
+			// and ports the interrupted placement had in mind.
 			fx.restart()
+			fx.converge(fx.volume(3).Name)
 			fx.converge(rv.Name)
 			vrs := fx.replicas(rv.Name)
+			portOf := map[string]int32{}
+			for _, vr := range vrs {
+				portOf[vr.Name] = vr.Spec.Port
+			}
 			if len(vrs) != 3 || len(fx.claims(rv.Name)) != 3 || len(fx.services(rv.Name)) != 3 {
 				t.Fatalf("%d replicas, %d claims, %d services; want 3 each", len(vrs), len(fx.claims(rv.Name)), len(fx.services(rv.Name)))
 			}
@@ -280,6 +287,11 @@ func TestRestartMidProvisionConvergesWithoutDuplicates(t *testing.T) {
 				}
 				if len(vr.Spec.Peers) != 2 {
 					t.Errorf("replica %s lists %d peers after the restart, want 2", vr.Name, len(vr.Spec.Peers))
+				}
+				for _, p := range vr.Spec.Peers {
+					if p.Port != portOf[p.Name] {
+						t.Errorf("replica %s lists peer %s at port %d, the peer listens on %d", vr.Name, p.Name, p.Port, portOf[p.Name])
+					}
 				}
 				svc := fx.services(rv.Name)
 				for _, s := range svc {
