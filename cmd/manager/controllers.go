@@ -8,6 +8,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/cellfleet/cellfleet/internal/controller/fleet"
+	"github.com/cellfleet/cellfleet/internal/controller/volume"
 	"github.com/cellfleet/cellfleet/internal/csi/replicated"
 	csicontroller "github.com/cellfleet/cellfleet/internal/csi/replicated/controller"
 	"github.com/cellfleet/cellfleet/internal/csi/server"
@@ -37,7 +38,33 @@ func setupControllers(mgr ctrl.Manager, opts options) error {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up fleet operator: %w", err)
 	}
+	if err := setupVolumeController(mgr, opts); err != nil {
+		return err
+	}
 	return setupCSIController(mgr, opts)
+}
+
+func setupVolumeController(mgr ctrl.Manager, opts options) error {
+	metrics, err := volume.NewMetrics(crmetrics.Registry)
+	if err != nil {
+		return fmt.Errorf("register volume metrics: %w", err)
+	}
+	r, err := volume.New(mgr.GetClient(), mgr.GetScheme(), volume.Options{
+		Namespace:               opts.storageNamespace,
+		ManagerNamespace:        opts.managerNamespace,
+		ReplicaReplacementDelay: opts.replicaReplacementDelay,
+		APIReader:               mgr.GetAPIReader(),
+		Recorder:                mgr.GetEventRecorder("volume-controller"),
+		Metrics:                 metrics,
+		Logger:                  slog.Default().With("controller", "replicatedvolume"),
+	})
+	if err != nil {
+		return fmt.Errorf("volume controller: %w", err)
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up volume controller: %w", err)
+	}
+	return nil
 }
 
 // setupCSIController serves the replicated driver's CSI controller on

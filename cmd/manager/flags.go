@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/cellfleet/cellfleet/internal/controller/fleet"
+	"github.com/cellfleet/cellfleet/internal/controller/volume"
 	"github.com/cellfleet/cellfleet/internal/csi/server"
 )
 
@@ -22,12 +23,19 @@ type options struct {
 	fleetNamespaces         []string
 	logLevel                slog.Level
 
-	storageNamespace string
+	// The volume controller (issue 12 item 2).
+	replicaRuntime          string
+	replicaReplacementDelay time.Duration
+	storageNamespace        string
+	managerNamespace        string
 
 	// csiControllerSocket is the replicated driver's CSI controller socket
 	// ("" serves none).
 	csiControllerSocket string
 }
+
+// replicaRuntimeShared is the only --replica-runtime this release accepts.
+const replicaRuntimeShared = "shared"
 
 func parseFlags(args []string) (options, error) {
 	var o options
@@ -40,8 +48,14 @@ func parseFlags(args []string) (options, error) {
 		"how long one PersistentFleet member may stay down, while every other member is ready, before it is replaced on a fresh disk (at least 1m)")
 	fleetNS := fs.String("fleet-namespaces", "celld",
 		"comma-separated namespaces whose CelldFleets this manager operates; the fleet Role is bound in each (seed 002)")
+	fs.StringVar(&o.replicaRuntime, "replica-runtime", replicaRuntimeShared,
+		"runtime of new replicated volumes' workers: shared (workers in the NODE DaemonSet's replica host; seed 003); the legacy pod runtime is not offered")
+	fs.DurationVar(&o.replicaReplacementDelay, "replica-replacement-delay", volume.DefaultReplicaReplacementDelay,
+		"how long a replica's node may be gone, with a healthy quorum left, before the replica is replaced on another node (at least 1m)")
 	fs.StringVar(&o.storageNamespace, "storage-namespace", "cellfleet-storage",
 		"namespace of the NODE DaemonSet, the VolumeReplicas, backing claims, replica Services and the Secrets nodes read")
+	fs.StringVar(&o.managerNamespace, "manager-namespace", "cellfleet-system",
+		"the manager's own namespace: it alone holds the volumes' CA keys (must differ from --storage-namespace)")
 	fs.StringVar(&o.csiControllerSocket, "csi-controller-socket", "",
 		"unix socket (unix:///abs/path or /abs/path) on which to serve the CSI controller of replicated.storage.eric.dev "+
 			"to the csi-provisioner and csi-resizer sidecars; empty serves none")
@@ -61,15 +75,36 @@ func parseFlags(args []string) (options, error) {
 			"a shorter delay would replace members that can still come back on their own disks",
 			o.memberReplacementDelay, fleet.MinMemberReplacementDelay)
 	}
-	if errs := validation.IsDNS1123Label(o.storageNamespace); len(errs) > 0 {
-		return o, fmt.Errorf("--storage-namespace: %q is not a namespace name: %s", o.storageNamespace, strings.Join(errs, "; "))
-	}
 	if o.csiControllerSocket != "" {
 		if o.csiControllerSocket, err = server.ParseEndpoint(o.csiControllerSocket); err != nil {
 			return o, fmt.Errorf("--csi-controller-socket: %w", err)
 		}
 	}
-	return o, nil
+	return o, validateVolumeFlags(o)
+}
+
+// validateVolumeFlags checks the volume controller's flags at start.
+func validateVolumeFlags(o options) error {
+	if o.replicaRuntime != replicaRuntimeShared {
+		// Seed 003 keeps "pod" as an explicit legacy option for volumes made
+		// by release 4.0.1; no such volume exists here, so nothing needs it.
+		return fmt.Errorf("--replica-runtime=%q is not supported: only %q is, because the legacy pod runtime exists "+
+			"for volumes of earlier releases and there are none to keep", o.replicaRuntime, replicaRuntimeShared)
+	}
+	if o.replicaReplacementDelay < volume.MinReplicaReplacementDelay {
+		return fmt.Errorf("--replica-replacement-delay=%s is below the minimum of %s: a shorter delay would replace "+
+			"replicas whose node only restarts", o.replicaReplacementDelay, volume.MinReplicaReplacementDelay)
+	}
+	for flag, ns := range map[string]string{"--storage-namespace": o.storageNamespace, "--manager-namespace": o.managerNamespace} {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("%s: %q is not a namespace name: %s", flag, ns, strings.Join(errs, "; "))
+		}
+	}
+	if o.storageNamespace == o.managerNamespace {
+		return fmt.Errorf("--storage-namespace and --manager-namespace are both %q: the nodes read the storage namespace's "+
+			"Secrets, so the volumes' CA keys would be readable by them", o.storageNamespace)
+	}
+	return nil
 }
 
 // parseNamespaces validates a comma-separated list of namespace names, so a

@@ -98,3 +98,53 @@ func TestCSIControllerSocketFlag(t *testing.T) {
 		}
 	}
 }
+
+func TestVolumeControllerFlags(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		wantErr string
+		check   func(o options) string
+	}{
+		{name: "defaults: shared runtime, 30m replacement delay, distinct namespaces", check: func(o options) string {
+			if o.replicaRuntime != "shared" || o.replicaReplacementDelay != 30*time.Minute ||
+				o.storageNamespace != "cellfleet-storage" || o.managerNamespace != "cellfleet-system" {
+				return "defaults are not shared/30m/cellfleet-storage/cellfleet-system"
+			}
+			return ""
+		}},
+		{name: "shared accepted", args: []string{"--replica-runtime=shared"}},
+		{name: "pod refused with the reason", args: []string{"--replica-runtime=pod"},
+			wantErr: `--replica-runtime="pod" is not supported: only "shared" is, because the legacy pod runtime`},
+		{name: "replacement delay of 1m accepted", args: []string{"--replica-replacement-delay=1m"}, check: func(o options) string {
+			if o.replicaReplacementDelay != time.Minute {
+				return "delay not 1m"
+			}
+			return ""
+		}},
+		{name: "replacement delay below 1m refused", args: []string{"--replica-replacement-delay=30s"},
+			wantErr: "--replica-replacement-delay=30s is below the minimum of 1m0s"},
+		{name: "one namespace for CA keys and nodes refused", args: []string{"--storage-namespace=x", "--manager-namespace=x"},
+			wantErr: "CA keys would be readable"},
+		{name: "bad storage namespace refused", args: []string{"--storage-namespace=Bad_NS"}, wantErr: "--storage-namespace"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parseFlags(tc.args)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("parseFlags(%q) error = %v, want one containing %q", tc.args, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseFlags(%q): %v", tc.args, err)
+			}
+			if tc.check != nil {
+				if msg := tc.check(o); msg != "" {
+					t.Fatal(msg)
+				}
+			}
+		})
+	}
+}

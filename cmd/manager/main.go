@@ -1,6 +1,5 @@
-// Command manager runs cellfleet's controllers: today the CelldFleet operator
-// (the replicated-volume lifecycle, whose API types are installed, comes with
-// its controller). It owns no state of its own; everything it decides is read
+// Command manager runs cellfleet's controllers: the CelldFleet operator and
+// the ReplicatedVolume controller. It owns no state of its own; everything it decides is read
 // from, and written to, the Kubernetes API.
 package main
 
@@ -12,11 +11,14 @@ import (
 	"os"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 	"github.com/cellfleet/cellfleet/internal/apischeme"
 )
 
@@ -69,6 +71,8 @@ func run(args []string) error {
 	}
 	slog.Info("starting manager", "memberReplacementDelay", opts.memberReplacementDelay.String(),
 		"fleetNamespaces", opts.fleetNamespaces,
+		"storageNamespace", opts.storageNamespace, "replicaRuntime", opts.replicaRuntime,
+		"replicaReplacementDelay", opts.replicaReplacementDelay.String(),
 		"leaderElect", opts.leaderElect)
 	ctx := ctrl.SetupSignalHandler()
 	if err := mgr.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
@@ -77,13 +81,29 @@ func run(args []string) error {
 	return nil
 }
 
-// cacheOptions restricts the informers of namespaced objects to the fleet
-// namespaces: the fleet Role is bound only there, so a cluster-wide watch of
-// Pods or claims would be refused (and would be broader than seed 002 allows).
+// cacheOptions restricts the informers of namespaced objects to where the
+// manager's Roles are bound: the fleet Role only in the fleet namespaces, the
+// volume Role only in the storage namespace. A cluster-wide watch, or a
+// watch of a type in a namespace whose Role does not grant it, would be
+// refused and the cache would never sync. So the default is the fleet
+// namespaces (every fleet type), VolumeReplicas are watched in the storage
+// namespace only, and the kinds both controllers watch (Pods, claims,
+// Services) in both. Secrets are never cached: the volume controller reads
+// them one by one through the API reader.
 func cacheOptions(opts options) cache.Options {
-	ns := map[string]cache.Config{}
+	fleet := map[string]cache.Config{}
+	both := map[string]cache.Config{opts.storageNamespace: {}}
 	for _, n := range opts.fleetNamespaces {
-		ns[n] = cache.Config{}
+		fleet[n] = cache.Config{}
+		both[n] = cache.Config{}
 	}
-	return cache.Options{DefaultNamespaces: ns}
+	return cache.Options{
+		DefaultNamespaces: fleet,
+		ByObject: map[client.Object]cache.ByObject{
+			&storagev1alpha1.VolumeReplica{}: {Namespaces: map[string]cache.Config{opts.storageNamespace: {}}},
+			&corev1.Pod{}:                    {Namespaces: both},
+			&corev1.PersistentVolumeClaim{}:  {Namespaces: both},
+			&corev1.Service{}:                {Namespaces: both},
+		},
+	}
 }

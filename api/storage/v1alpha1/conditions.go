@@ -155,3 +155,23 @@ const (
 	MaxReplicas     = 5
 	DefaultReplicas = 3
 )
+
+// Lifecycle reasons of the volume controller.
+const (
+	// ReasonPending: the volume cannot be placed yet; the message names what
+	// is missing (how many eligible nodes, which requirement fails).
+	ReasonPending ConditionReason = "Pending"
+	// ReasonProvisioning: replicas are placed; their trust, claims and
+	// Services are being created or the hosts have not reported yet.
+	ReasonProvisioning ConditionReason = "Provisioning"
+	// ReasonNotDeleting: the volume is not being deleted.
+	ReasonNotDeleting ConditionReason = "NotDeleting"
+	// ReasonWorkerClosed: the host closed the replica's worker and unpublished
+	// its backing volume; the claim may be reclaimed.
+	ReasonWorkerClosed ConditionReason = "WorkerClosed"
+)
+
+// ReplicaReleased is True once the replica host closed the worker of a
+// VolumeReplica being deleted and unpublished its backing volume. Its
+// identity-bound acknowledgement is status.releasedClaimUID.
+const ReplicaReleased ConditionType = "Released"

@@ -123,7 +123,15 @@ type VolumeReplicaStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	Lag int64 `json:"lag,omitempty"`
 
-	// conditions are Ready, Admitted, Published and ReplicaStateLost.
+	// releasedClaimUID is the replica host's identity-bound release
+	// acknowledgement: set, once the replica is being deleted, to the UID of
+	// the backing claim whose worker it closed and whose publication it
+	// removed. The manager reclaims that claim, and only that one, after it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	ReleasedClaimUID string `json:"releasedClaimUID,omitempty"`
+
+	// conditions are Ready, Admitted, Published, ReplicaStateLost and Released.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -1,0 +1,50 @@
+package v1alpha1
+
+// Labels, finalizers and Secret keys shared by the volume controller, the
+// replica host and the node plugin. One definition here so the three
+// binaries never disagree on a name.
+
+const (
+	// LabelVolume names the ReplicatedVolume an object belongs to: its
+	// VolumeReplicas, backing claims, replica Services and Secrets.
+	LabelVolume = "storage.eric.dev/volume"
+	// LabelNode names the node whose replica host uses the object (a
+	// VolumeReplica, its claim and its Secret).
+	LabelNode = "storage.eric.dev/node"
+	// LabelReplica names the VolumeReplica an object serves.
+	LabelReplica = "storage.eric.dev/replica"
+
+	// FinalizerVolumeTeardown holds a ReplicatedVolume until its replicas,
+	// claims, Services and Secrets are removed in order.
+	FinalizerVolumeTeardown = "storage.eric.dev/volume-teardown"
+	// FinalizerReplicaRelease holds a VolumeReplica being deleted until its
+	// host acknowledged the release (status.releasedClaimUID) and the manager
+	// removed the replica's claim, Service and Secret.
+	FinalizerReplicaRelease = "storage.eric.dev/replica-release"
+	// FinalizerBackingUse is the replica host's protection of a backing claim
+	// in use (seed 003). Only the manager removes it, after the identity-bound
+	// release acknowledgement.
+	FinalizerBackingUse = "storage.eric.dev/backing-use"
+
+	// AnnotationSelectedNode binds a WaitForFirstConsumer claim to a node, as
+	// the scheduler would; the local provisioner provisions there.
+	AnnotationSelectedNode = "volume.kubernetes.io/selected-node"
+)
+
+// Keys of the volume trust Secrets.
+const (
+	// SecretKeyCACert is the volume CA's certificate (PEM), in every Secret.
+	SecretKeyCACert = "ca.crt"
+	// SecretKeyCAKey is the volume CA's private key: only in the CA Secret in
+	// the manager's namespace.
+	SecretKeyCAKey = "ca.key"
+	// SecretKeyCert and SecretKeyKey are a replica's certificate and key
+	// (SAN: its replica Service's DNS name), in its replica Secret.
+	SecretKeyCert = "tls.crt"
+	SecretKeyKey  = "tls.key"
+	// SecretKeyPeerToken is the bearer token replicas present to each other.
+	SecretKeyPeerToken = "peer-token"
+	// SecretKeyMountToken is the bearer token mount owners present to
+	// replicas; replicas hold it to verify them.
+	SecretKeyMountToken = "mount-token"
+)

@@ -1,0 +1,52 @@
+package volume
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+)
+
+// maxLabel is the longest DNS label (RFC 1035): Service names must be one.
+const maxLabel = 63
+
+// hashLen is how many hex digits of a name's digest keep truncated names
+// distinct.
+const hashLen = 8
+
+// ReplicaName is the name of replica i of a volume: its VolumeReplica, its
+// selectorless Service and its backing claim all carry it, so one name is
+// the replica's identity everywhere (seed 003: each replica keeps its PVC and
+// original Service DNS identity). It is `<volume>-r<i>` when that fits a DNS
+// label; a longer volume name is cut and followed by a digest of the whole
+// name, so distinct volumes never share replica names and the result is
+// always a valid DNS-1035 label of at most 63 characters.
+func ReplicaName(volume string, i int) string {
+	suffix := "-r" + strconv.Itoa(i)
+	if len(volume)+len(suffix) <= maxLabel {
+		return volume + suffix
+	}
+	sum := sha256.Sum256([]byte(volume))
+	digest := hex.EncodeToString(sum[:])[:hashLen]
+	keep := maxLabel - len(suffix) - hashLen - 1
+	prefix := strings.TrimRight(volume[:keep], "-")
+	return prefix + "-" + digest + suffix
+}
+
+// replicaSecretName is the Secret holding one replica's certificate, key and
+// tokens, read by the replica host of the replica's node.
+func replicaSecretName(replica string) string { return replica + "-tls" }
+
+// mountSecretName is the Secret holding what a mount owner needs: the
+// volume's CA certificate and the mount token, never a private key.
+func mountSecretName(volume string) string { return volume + "-mount" }
+
+// caSecretName is the Secret in the manager's namespace holding the volume's
+// CA key; nothing outside the manager reads it.
+func caSecretName(volume string) string { return "rv-" + volume + "-ca" }
+
+// serviceDNSName is a replica Service's in-cluster DNS name: the address
+// peers dial and the SAN of the replica's certificate.
+func serviceDNSName(service, namespace string) string {
+	return service + "." + namespace + ".svc"
+}

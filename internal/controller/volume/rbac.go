@@ -1,0 +1,27 @@
+package volume
+
+// RBAC of the volume controller, least privilege:
+//   - cluster-wide: the ReplicatedVolume API (no create or delete: the CSI
+//     controller creates and deletes volumes), and Node reads for placement;
+//   - in the storage namespace (cellfleet-storage): VolumeReplicas, backing
+//     claims and replica Services it creates, updates and deletes (every
+//     delete bound to a UID), NODE Pod reads for eligibility, and Secrets by
+//     get/create/update/delete only: no list or watch, so it never holds
+//     every Secret of the namespace;
+//   - in its own namespace (cellfleet-system): the CA Secrets, get, create
+//     and delete only;
+//   - events of the cluster-scoped volumes, which land in "default".
+// VolumeReplica status is the replica hosts'; the controller never writes it.
+
+// +kubebuilder:rbac:groups=storage.eric.dev,resources=replicatedvolumes,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=storage.eric.dev,resources=replicatedvolumes/status,verbs=get;update
+// +kubebuilder:rbac:groups=storage.eric.dev,resources=replicatedvolumes/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+
+// +kubebuilder:rbac:groups=storage.eric.dev,namespace=cellfleet-storage,resources=volumereplicas,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",namespace=cellfleet-storage,resources=persistentvolumeclaims,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",namespace=cellfleet-storage,resources=services,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",namespace=cellfleet-storage,resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=cellfleet-storage,resources=secrets,verbs=get;create;update;delete
+// +kubebuilder:rbac:groups="",namespace=cellfleet-system,resources=secrets,verbs=get;create;delete
+// +kubebuilder:rbac:groups=events.k8s.io,namespace=default,resources=events,verbs=create;patch

@@ -1,0 +1,261 @@
+package volume
+
+// One reconcile of a ReplicatedVolume is a flat list of steps, each creating
+// what is missing and leaving what exists: the finalizer, the volume's CA,
+// the VolumeReplicas (the placement record), their peers, then per replica
+// its Secret, backing claim and Service, and the mount Secret. Whatever
+// happened, status is then written once from what the replicas report.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
+)
+
+// Replacement delay bounds (issue 12 item 5): how long a replica's node may
+// be gone before the replica is replaced elsewhere. Replacement itself is
+// not implemented yet; the option is validated and recorded.
+const (
+	DefaultReplicaReplacementDelay = 30 * time.Minute
+	MinReplicaReplacementDelay     = time.Minute
+)
+
+// Requeue pacing while something not watched may change: a volume waiting
+// for nodes, or a teardown waiting for a host's acknowledgement.
+const (
+	pendingRequeue  = 30 * time.Second
+	teardownRequeue = 10 * time.Second
+)
+
+// Options configure a Reconciler.
+type Options struct {
+	// Namespace is the storage namespace: VolumeReplicas, backing claims,
+	// replica Services and the Secrets the nodes read live there, and the
+	// NODE DaemonSet runs there.
+	Namespace string
+	// ManagerNamespace holds the volumes' CA Secrets; nothing but the manager
+	// reads it. It must differ from Namespace.
+	ManagerNamespace string
+	// Ports is the per-node range of replica listener ports; zero means
+	// [DefaultPortBase, DefaultPortBase+DefaultPortCount).
+	Ports PortRange
+	// ReplicaReplacementDelay: zero means DefaultReplicaReplacementDelay.
+	ReplicaReplacementDelay time.Duration
+	// APIReader reads around the cache (ports, secrets, claims at teardown).
+	// Defaults to the client.
+	APIReader client.Reader
+	// Recorder records events; nil records none.
+	Recorder events.EventRecorder
+	// Metrics are the per-volume gauges; nil keeps none.
+	Metrics *Metrics
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Reconciler reconciles ReplicatedVolumes.
+type Reconciler struct {
+	client           client.Client
+	reader           client.Reader
+	scheme           *runtime.Scheme
+	namespace        string
+	managerNamespace string
+	ports            PortRange
+	replacementDelay time.Duration
+	recorder         events.EventRecorder
+	metrics          *Metrics
+	log              *slog.Logger
+	// portMu serialises port allocation (ports.go).
+	portMu sync.Mutex
+}
+
+// New returns a Reconciler that writes through c.
+func New(c client.Client, scheme *runtime.Scheme, opts Options) (*Reconciler, error) {
+	if opts.Namespace == "" || opts.ManagerNamespace == "" {
+		return nil, errors.New("volume controller: the storage namespace and the manager namespace are required")
+	}
+	if opts.Namespace == opts.ManagerNamespace {
+		return nil, fmt.Errorf("volume controller: the storage namespace %q must differ from the manager's namespace, "+
+			"which holds the volumes' CA keys that no node may read", opts.Namespace)
+	}
+	if opts.Ports == (PortRange{}) {
+		opts.Ports = PortRange{Base: DefaultPortBase, Count: DefaultPortCount}
+	}
+	if err := opts.Ports.validate(); err != nil {
+		return nil, err
+	}
+	if opts.ReplicaReplacementDelay == 0 {
+		opts.ReplicaReplacementDelay = DefaultReplicaReplacementDelay
+	}
+	if opts.ReplicaReplacementDelay < MinReplicaReplacementDelay {
+		return nil, fmt.Errorf("replica replacement delay %s is below the minimum of %s", opts.ReplicaReplacementDelay, MinReplicaReplacementDelay)
+	}
+	r := &Reconciler{client: c, reader: opts.APIReader, scheme: scheme, namespace: opts.Namespace,
+		managerNamespace: opts.ManagerNamespace, ports: opts.Ports, replacementDelay: opts.ReplicaReplacementDelay,
+		recorder: opts.Recorder, metrics: opts.Metrics, log: opts.Logger}
+	if r.reader == nil {
+		r.reader = c
+	}
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	return r, nil
+}
+
+// SetupWithManager registers the reconciler and its watches: its own
+// objects by owner, and Nodes and NODE Pods (they decide eligibility) for
+// every volume still waiting to be placed.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&storagev1alpha1.ReplicatedVolume{}).
+		Owns(&storagev1alpha1.VolumeReplica{}).
+		Owns(&corev1.PersistentVolumeClaim{}).
+		Owns(&corev1.Service{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.unplaced)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.unplacedForPod)).
+		Named("replicatedvolume").
+		Complete(r)
+}
+
+// unplaced lists the volumes not yet Placed.
+func (r *Reconciler) unplaced(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &storagev1alpha1.ReplicatedVolumeList{}
+	if err := r.client.List(ctx, list); err != nil {
+		r.log.Warn("list volumes for a node change", "err", err)
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if !placed(&list.Items[i]) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+		}
+	}
+	return out
+}
+
+func (r *Reconciler) unplacedForPod(ctx context.Context, obj client.Object) []reconcile.Request {
+	if obj.GetNamespace() != r.namespace || obj.GetLabels()[NodeComponentLabel] != NodeComponentValue {
+		return nil
+	}
+	return r.unplaced(ctx, obj)
+}
+
+func placed(rv *storagev1alpha1.ReplicatedVolume) bool {
+	for _, c := range rv.Status.Conditions {
+		if c.Type == storagev1alpha1.VolumePlaced.String() {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Reconcile converges one volume and reports its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	rv := &storagev1alpha1.ReplicatedVolume{}
+	if err := r.client.Get(ctx, req.NamespacedName, rv); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.metrics.forget(req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("read volume %s: %w", req.Name, err)
+	}
+	set, err := r.listReplicas(ctx, rv)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if rv.DeletionTimestamp != nil {
+		return r.reconcileDeletion(ctx, rv, set)
+	}
+	o := outcome{set: set}
+	o.pending, o.placedErr = r.provision(ctx, rv, set)
+	err = o.placedErr
+	if o.placedErr != nil {
+		r.log.Warn("provisioning stopped", "volume", rv.Name, "err", o.placedErr)
+	}
+	if serr := r.writeStatus(ctx, rv, buildStatus(rv, o)); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if o.pending != nil {
+		return ctrl.Result{RequeueAfter: pendingRequeue}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// provision runs the creation steps in order.
+func (r *Reconciler) provision(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume, set replicaSet) (*eligibility, error) {
+	if controllerutil.AddFinalizer(rv, storagev1alpha1.FinalizerVolumeTeardown) {
+		if err := r.client.Update(ctx, rv); err != nil {
+			return nil, fmt.Errorf("add finalizer to volume %s: %w", rv.Name, err)
+		}
+	}
+	trust, err := r.ensureCA(ctx, rv)
+	if err != nil {
+		return nil, err
+	}
+	pending, err := r.place(ctx, rv, set)
+	if err != nil {
+		return nil, err
+	}
+	if pending != nil {
+		r.event(rv, "Warning", "Pending", "Place", "%s", pending.message(replicaCount(rv)))
+		return pending, nil
+	}
+	if err := r.syncPeers(ctx, set); err != nil {
+		return nil, err
+	}
+	for _, vr := range set {
+		if vr.DeletionTimestamp != nil {
+			continue
+		}
+		if err := r.ensureReplicaSecret(ctx, rv, trust, vr); err != nil {
+			return nil, err
+		}
+		if err := r.ensureClaim(ctx, rv, vr); err != nil {
+			return nil, err
+		}
+		if err := r.ensureService(ctx, rv, vr); err != nil {
+			return nil, err
+		}
+	}
+	return nil, r.ensureMountSecret(ctx, rv, trust)
+}
+
+func (r *Reconciler) reconcileDeletion(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume, set replicaSet) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(rv, storagev1alpha1.FinalizerVolumeTeardown) {
+		return ctrl.Result{}, nil
+	}
+	waiting, err := r.teardown(ctx, rv, set)
+	if waiting == "" && err == nil {
+		return ctrl.Result{}, nil // the finalizer is gone; so is the volume
+	}
+	o := outcome{set: set, deleting: waiting, uncertain: uncertain(err)}
+	if err != nil {
+		r.log.Warn("teardown stopped; storage preserved", "volume", rv.Name, "err", err)
+	}
+	if serr := r.writeStatus(ctx, rv, buildStatus(rv, o)); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: teardownRequeue}, nil
+}

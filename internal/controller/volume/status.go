@@ -1,0 +1,179 @@
+package volume
+
+// Status is rebuilt from the VolumeReplicas' status (written by the replica
+// hosts) on every reconcile and written in one place, writeStatus. The
+// volume is Ready when a coordinator serves with a quorum: a replica reports
+// itself Coordinator and Ready, and a majority of the requested replicas are
+// Ready voting members. Robustness is Healthy when all requested replicas
+// are, Degraded when a quorum serves with fewer, Faulted when none does.
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
+)
+
+// health is what the replicas' statuses say about the volume.
+type health struct {
+	robustness  storagev1alpha1.Robustness
+	coordinator string
+	ready, want int
+	summaries   []storagev1alpha1.ReplicaSummary
+	// why names the replicas that are not ready members, for messages.
+	lost, unavailable []string
+}
+
+// deriveHealth judges want requested replicas from those that exist.
+func deriveHealth(want int, set replicaSet) health {
+	h := health{want: want}
+	quorum := want/2 + 1
+	coordinatorReady := false
+	for _, vr := range set {
+		if vr == nil {
+			continue
+		}
+		st := vr.Status
+		ready := meta.IsStatusConditionTrue(st.Conditions, storagev1alpha1.ReplicaReady.String())
+		lost := meta.IsStatusConditionTrue(st.Conditions, storagev1alpha1.ReplicaStateLost.String())
+		member := ready && !lost && (st.Role == storagev1alpha1.RoleCoordinator || st.Role == storagev1alpha1.RoleFollower)
+		h.summaries = append(h.summaries, storagev1alpha1.ReplicaSummary{
+			Name: vr.Name, Node: vr.Spec.Node, Role: st.Role, AppliedIndex: st.AppliedIndex, Lag: st.Lag,
+			Ready: member, StateLost: lost,
+		})
+		switch {
+		case lost:
+			h.lost = append(h.lost, vr.Name)
+		case !member:
+			h.unavailable = append(h.unavailable, vr.Name)
+		}
+		if !member {
+			continue
+		}
+		h.ready++
+		if st.Role == storagev1alpha1.RoleCoordinator {
+			h.coordinator, coordinatorReady = vr.Name, true
+		}
+	}
+	sort.Slice(h.summaries, func(i, j int) bool { return h.summaries[i].Name < h.summaries[j].Name })
+	switch {
+	case !coordinatorReady || h.ready < quorum:
+		h.robustness = storagev1alpha1.RobustnessFaulted
+	case h.ready < want:
+		h.robustness = storagev1alpha1.RobustnessDegraded
+	default:
+		h.robustness = storagev1alpha1.RobustnessHealthy
+	}
+	return h
+}
+
+// serving: a coordinator serves with a quorum.
+func (h health) serving() bool { return h.robustness != storagev1alpha1.RobustnessFaulted }
+
+// missingText names the replicas that are not ready members.
+func (h health) missingText() string {
+	var parts []string
+	if len(h.lost) > 0 {
+		parts = append(parts, "state lost: "+strings.Join(h.lost, ", "))
+	}
+	if len(h.unavailable) > 0 {
+		parts = append(parts, "not ready: "+strings.Join(h.unavailable, ", "))
+	}
+	if absent := h.want - len(h.summaries); absent > 0 {
+		parts = append(parts, fmt.Sprintf("%d not created", absent))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// outcome is what one reconcile found, for writeStatus.
+type outcome struct {
+	set       replicaSet
+	pending   *eligibility // placement waits for nodes
+	placedErr error        // placement or provisioning failed
+	deleting  string       // non-empty while tearing down: what it waits for
+	uncertain bool         // the API answered ambiguously during teardown
+}
+
+// buildStatus is the volume's status from one reconcile's outcome.
+func buildStatus(rv *storagev1alpha1.ReplicatedVolume, o outcome) storagev1alpha1.ReplicatedVolumeStatus {
+	want := replicaCount(rv)
+	h := deriveHealth(want, o.set)
+	st := storagev1alpha1.ReplicatedVolumeStatus{
+		ObservedGeneration: rv.Generation,
+		Robustness:         h.robustness,
+		Coordinator:        h.coordinator,
+		Replicas:           h.summaries,
+		Conditions:         append([]metav1.Condition(nil), rv.Status.Conditions...),
+	}
+	set := func(t storagev1alpha1.ConditionType, ok bool, reason storagev1alpha1.ConditionReason, msg string) {
+		status := metav1.ConditionFalse
+		if ok {
+			status = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t.String(), Status: status,
+			Reason: reason.String(), Message: msg, ObservedGeneration: rv.Generation})
+	}
+	switch {
+	case o.pending != nil:
+		set(storagev1alpha1.VolumePlaced, false, storagev1alpha1.ReasonPending, o.pending.message(want))
+	case o.placedErr != nil:
+		set(storagev1alpha1.VolumePlaced, false, storagev1alpha1.ReasonProvisioning, o.placedErr.Error())
+	case o.set.missing() == 0:
+		set(storagev1alpha1.VolumePlaced, true, storagev1alpha1.ReasonReplicasPlaced,
+			fmt.Sprintf("%d replicas on distinct nodes with their claims, services and trust", want))
+	}
+	switch {
+	case h.serving():
+		set(storagev1alpha1.VolumeReady, true, storagev1alpha1.ReasonCoordinatorServing,
+			fmt.Sprintf("coordinator %s serves with %d of %d replicas", h.coordinator, h.ready, want))
+	case h.ready >= want/2+1:
+		set(storagev1alpha1.VolumeReady, false, storagev1alpha1.ReasonNoCoordinator,
+			fmt.Sprintf("%d of %d replicas ready, no coordinator reported", h.ready, want))
+	default:
+		set(storagev1alpha1.VolumeReady, false, storagev1alpha1.ReasonQuorumLost,
+			fmt.Sprintf("%d of %d replicas ready, %d needed for a quorum (%s)", h.ready, want, want/2+1, h.missingText()))
+	}
+	switch {
+	case h.robustness == storagev1alpha1.RobustnessHealthy:
+		set(storagev1alpha1.VolumeDegraded, false, storagev1alpha1.ReasonAllReplicasCurrent, fmt.Sprintf("all %d replicas are current members", want))
+	case len(h.lost) > 0:
+		set(storagev1alpha1.VolumeDegraded, true, storagev1alpha1.ReasonReplicaLost, h.missingText())
+	default:
+		set(storagev1alpha1.VolumeDegraded, true, storagev1alpha1.ReasonReplicaUnavailable, h.missingText())
+	}
+	switch {
+	case o.uncertain:
+		set(storagev1alpha1.VolumeDeleting, true, storagev1alpha1.ReasonAPIUncertain, "storage preserved: "+o.deleting)
+	case o.deleting != "":
+		set(storagev1alpha1.VolumeDeleting, true, storagev1alpha1.ReasonReleasePending, o.deleting)
+	default:
+		set(storagev1alpha1.VolumeDeleting, false, storagev1alpha1.ReasonNotDeleting, "the volume is not being deleted")
+	}
+	return st
+}
+
+// writeStatus writes st when it differs, bound to the volume's
+// resourceVersion (a conflict is retried by the next reconcile).
+func (r *Reconciler) writeStatus(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume, st storagev1alpha1.ReplicatedVolumeStatus) error {
+	r.metrics.observe(rv.Name, replicaCount(rv), st)
+	if equalStatus(rv.Status, st) {
+		return nil
+	}
+	rv.Status = st
+	if err := r.client.Status().Update(ctx, rv); err != nil {
+		return fmt.Errorf("write status of volume %s: %w", rv.Name, err)
+	}
+	return nil
+}
+
+// equalStatus: SetStatusCondition keeps a condition's transition time when
+// nothing changed, so an unchanged volume compares equal and gets no write.
+func equalStatus(a, b storagev1alpha1.ReplicatedVolumeStatus) bool {
+	return equality.Semantic.DeepEqual(a, b)
+}
