@@ -1,0 +1,73 @@
+package celldctl
+
+// The report commands (status FLEET, volume NAME) share one shape: gather
+// every object the report is about at one moment, print it for people or as
+// a kind: List of those objects, and with --watch gather and print it again
+// whenever one of the watched objects changes.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/cli-runtime/pkg/printers"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// report is what one report command read.
+type report interface {
+	// objects are the objects the report shows, for -o json|yaml|name.
+	objects() []client.Object
+	// print writes the report for people.
+	print(w io.Writer, opts printers.PrintOptions, now time.Time) error
+}
+
+func runReport(ctx context.Context, s *session, o *rootOptions, out *outputOptions,
+	gather func(context.Context) (report, error), targets []watchTarget) error {
+	objPrinter, err := out.objectPrinter()
+	if err != nil {
+		return err
+	}
+	var f *follower
+	if out.watch {
+		if f, err = follow(ctx, s.c, targets...); err != nil {
+			return err
+		}
+	}
+	show := func() error {
+		r, err := gather(ctx)
+		if err != nil {
+			return err
+		}
+		if objPrinter != nil {
+			list, err := asList(s.scheme, r.objects())
+			if err != nil {
+				return err
+			}
+			return objPrinter.PrintObj(list, o.streams.Out)
+		}
+		return r.print(o.streams.Out, out.tableOptions(false), time.Now())
+	}
+	if err := show(); err != nil {
+		return err
+	}
+	if f == nil {
+		return nil
+	}
+	err = f.run(ctx, func(watch.EventType, runtime.Object) error {
+		fmt.Fprintln(o.streams.Out)
+		return show()
+	})
+	// The object went away while watched: that is the last change to show,
+	// not a failure of the command.
+	var gone *notFoundError
+	if errors.As(err, &gone) {
+		fmt.Fprintln(o.streams.ErrOut, gone.deleted())
+		return nil
+	}
+	return err
+}
