@@ -48,9 +48,9 @@ func TestBadCommandLinesAreRefusedBeforeAnythingIsRead(t *testing.T) {
 		want string
 	}{
 		{[]string{"scale"}, `unknown command "scale" for "kubectl celld"`},
-		{[]string{"status"}, "status takes exactly one fleet name, got 0"},
-		{[]string{"status", "a", "b"}, "status takes exactly one fleet name, got 2"},
-		{[]string{"volume"}, "volume takes exactly one volume name, got 0"},
+		{[]string{"status"}, "status takes exactly one celldfleet name, got 0"},
+		{[]string{"status", "a", "b"}, "status takes exactly one celldfleet name, got 2"},
+		{[]string{"volume"}, "volume takes exactly one replicatedvolume name, got 0"},
 		{[]string{"volumes", "extra"}, `unknown command "extra" for "kubectl celld volumes"`},
 		{[]string{"status", "web", "-A"}, "unknown shorthand flag: 'A' in -A"},
 		{[]string{"status", "web", "--bogus"}, "unknown flag: --bogus"},

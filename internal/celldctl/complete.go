@@ -19,11 +19,11 @@ import (
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 )
 
-// exactlyOne accepts one positional argument, naming what it should be.
-func exactlyOne(command, what string) cobra.PositionalArgs {
+// exactlyOne accepts one positional argument, the name of an object of kind.
+func exactlyOne(command string, kind objectKind) cobra.PositionalArgs {
 	return func(_ *cobra.Command, args []string) error {
 		if len(args) != 1 {
-			return fmt.Errorf("%s takes exactly one %s name, got %d", command, what, len(args))
+			return fmt.Errorf("%s takes exactly one %s name, got %d", command, kind, len(args))
 		}
 		return nil
 	}

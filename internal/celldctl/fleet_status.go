@@ -30,36 +30,32 @@ import (
 const claimPrefix = "data"
 
 func newStatusCommand(o *rootOptions) *cobra.Command {
-	cmd := &cobra.Command{
+	return newReportCommand(o, &cobra.Command{
 		Use:   "status FLEET",
 		Short: "Show one CelldFleet: members, disks, holds, conditions and events",
 		Example: `  kubectl celld status web -n prod
   kubectl celld status web -o yaml
   kubectl celld status web --watch`,
-		Args:              exactlyOne("status", "fleet"),
-		ValidArgsFunction: completeNames(o, kindFleet),
-	}
-	out := addOutputFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		s, err := o.connect()
-		if err != nil {
-			return err
-		}
-		name := args[0]
-		gather := func(ctx context.Context) (report, error) { return gatherFleet(ctx, s.c, s.namespace, name) }
-		var targets []watchTarget
-		if out.watch {
+	}, kindFleet, reportOf{
+		gather: func(ctx context.Context, s *session, name string) (report, error) {
+			r, err := gatherFleet(ctx, s.c, s.namespace, name)
+			if err != nil {
+				return nil, err
+			}
+			return r, nil
+		},
+		// The fleet, its member Pods and its disks; a report printed again
+		// also shows the events that came meanwhile.
+		watch: func(s *session, name string) []watchTarget {
 			members := client.MatchingLabels{celldv1alpha1.LabelFleet: name}
 			ns := client.InNamespace(s.namespace)
-			targets = []watchTarget{
+			return []watchTarget{
 				{list: &celldv1alpha1.CelldFleetList{}, opts: []client.ListOption{ns, client.MatchingFields{"metadata.name": name}}},
 				{list: &corev1.PodList{}, opts: []client.ListOption{ns, members}},
 				{list: &corev1.PersistentVolumeClaimList{}, opts: []client.ListOption{ns, members}},
 			}
-		}
-		return runReport(cmd.Context(), s, o, out, gather, targets)
-	}
-	return cmd
+		},
+	})
 }
 
 // fleetReport is everything status FLEET shows, read at one moment.

@@ -268,13 +268,8 @@ func TestStatusWatchShowsTheReportAgainWhenAMemberChanges(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "status-watch")
 	fleet := makeFleet(t, ns)
-	var out, errOut lockedBuffer
-	done := make(chan error, 1)
-	start := time.Now()
-	go func() {
-		done <- pluginTo(ctx, t, &out, &errOut, "status", fleet.Name, "-n", ns, "--watch", "--request-timeout=5s")
-	}()
-	waitFor(t, &out, 1, "Members:")
+	w := watchInBackground(ctx, t, "status", fleet.Name, "-n", ns, "--watch", "--request-timeout=5s")
+	w.waitFor(t, 1, "Members:")
 	var pod corev1.Pod
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fleet.Name + "-1"}, &pod); err != nil {
 		t.Fatal(err)
@@ -284,32 +279,11 @@ func TestStatusWatchShowsTheReportAgainWhenAMemberChanges(t *testing.T) {
 	if err := env.Client.Status().Update(ctx, &pod); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, &out, 2, "Members:")
-	last := out.String()[strings.LastIndex(out.String(), "Name:"):]
+	w.waitFor(t, 2, "Members:")
+	printed := w.out.String()
+	last := printed[strings.LastIndex(printed, "Name:"):]
 	if l := lineOf(last, fleet.Name+"-1"); !strings.Contains(l, "Running") || !strings.Contains(l, "true") {
 		t.Errorf("the report printed after the change shows member 1 as %q, want Running and ready", l)
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("status --watch ended with %v", err)
-		}
-		if d := time.Since(start); d > 15*time.Second {
-			t.Errorf("status --watch --request-timeout=5s ran %s", d)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatalf("status --watch --request-timeout=5s did not end")
-	}
-}
-
-// waitFor waits until out contains want at least n times.
-func waitFor(t *testing.T, out *lockedBuffer, n int, want string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for strings.Count(out.String(), want) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("output did not show %q %d times within 10s:\n%s", want, n, out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	w.ended(t)
 }

@@ -12,6 +12,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -24,6 +25,35 @@ type report interface {
 	objects() []client.Object
 	// print writes the report for people.
 	print(w io.Writer, opts printers.PrintOptions, now time.Time) error
+}
+
+// reportOf says how to read the report of one named object and what to
+// watch to know it changed.
+type reportOf struct {
+	gather func(ctx context.Context, s *session, name string) (report, error)
+	watch  func(s *session, name string) []watchTarget
+}
+
+// newReportCommand makes cmd (its Use, Short and Example set) the report
+// command of one object of kind, named by its only argument.
+func newReportCommand(o *rootOptions, cmd *cobra.Command, kind objectKind, r reportOf) *cobra.Command {
+	cmd.Args = exactlyOne(cmd.Name(), kind)
+	cmd.ValidArgsFunction = completeNames(o, kind)
+	out := addOutputFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		s, err := o.connect()
+		if err != nil {
+			return err
+		}
+		name := args[0]
+		gather := func(ctx context.Context) (report, error) { return r.gather(ctx, s, name) }
+		var targets []watchTarget
+		if out.watch {
+			targets = r.watch(s, name)
+		}
+		return runReport(cmd.Context(), s, o, out, gather, targets)
+	}
+	return cmd
 }
 
 func runReport(ctx context.Context, s *session, o *rootOptions, out *outputOptions,

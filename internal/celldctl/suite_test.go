@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -148,4 +149,49 @@ func header(out, first string) string {
 		}
 	}
 	return ""
+}
+
+// watching is a kubectl-celld --watch running in the background.
+type watching struct {
+	args        []string
+	out, errOut lockedBuffer
+	done        chan error
+	start       time.Time
+}
+
+func watchInBackground(ctx context.Context, t *testing.T, args ...string) *watching {
+	t.Helper()
+	w := &watching{args: args, done: make(chan error, 1), start: time.Now()}
+	go func() { w.done <- pluginTo(ctx, t, &w.out, &w.errOut, args...) }()
+	return w
+}
+
+// waitFor waits until the output contains want at least n times.
+func (w *watching) waitFor(t *testing.T, n int, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(w.out.String(), want) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("kubectl celld %s did not print %q %d times within 10s:\n%s\nstderr: %s",
+				strings.Join(w.args, " "), want, n, w.out.String(), w.errOut.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ended asserts the watch ends without error soon after its
+// --request-timeout (every test sets one of at most 5s).
+func (w *watching) ended(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-w.done:
+		if err != nil {
+			t.Fatalf("kubectl celld %s ended with %v", strings.Join(w.args, " "), err)
+		}
+		if d := time.Since(w.start); d > 15*time.Second {
+			t.Errorf("kubectl celld %s ran %s", strings.Join(w.args, " "), d)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("kubectl celld %s did not end", strings.Join(w.args, " "))
+	}
 }

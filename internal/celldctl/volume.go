@@ -28,29 +28,26 @@ import (
 )
 
 func newVolumeCommand(o *rootOptions) *cobra.Command {
-	cmd := &cobra.Command{
+	return newReportCommand(o, &cobra.Command{
 		Use:   "volume NAME",
 		Short: "Show one ReplicatedVolume: robustness, coordinator, replicas with lag, conditions and events",
 		Example: `  kubectl celld volume pvc-0c6f...
   kubectl celld volume pvc-0c6f... -o wide --watch`,
-		Args:              exactlyOne("volume", "volume"),
-		ValidArgsFunction: completeNames(o, kindVolume),
-	}
-	out := addOutputFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		s, err := o.connect()
-		if err != nil {
-			return err
-		}
-		name := args[0]
-		gather := func(ctx context.Context) (report, error) { return gatherVolume(ctx, s.c, name) }
-		targets := []watchTarget{
-			{list: &storagev1alpha1.ReplicatedVolumeList{}, opts: []client.ListOption{client.MatchingFields{"metadata.name": name}}},
-			{list: &storagev1alpha1.VolumeReplicaList{}},
-		}
-		return runReport(cmd.Context(), s, o, out, gather, targets)
-	}
-	return cmd
+	}, kindVolume, reportOf{
+		gather: func(ctx context.Context, s *session, name string) (report, error) {
+			r, err := gatherVolume(ctx, s.c, name)
+			if err != nil {
+				return nil, err
+			}
+			return r, nil
+		},
+		watch: func(_ *session, name string) []watchTarget {
+			return []watchTarget{
+				{list: &storagev1alpha1.ReplicatedVolumeList{}, opts: []client.ListOption{client.MatchingFields{"metadata.name": name}}},
+				{list: &storagev1alpha1.VolumeReplicaList{}},
+			}
+		},
+	})
 }
 
 // volumeReport is everything volume NAME shows, read at one moment.
