@@ -32,6 +32,9 @@ type report interface {
 type reportOf struct {
 	gather func(ctx context.Context, s *session, name string) (report, error)
 	watch  func(s *session, name string) []watchTarget
+	// concerns says whether a watched object that changed belongs to the
+	// report, when the watch cannot select only those (nil: all do).
+	concerns func(name string, obj runtime.Object) bool
 }
 
 // newReportCommand makes cmd (its Use, Short and Example set) the report
@@ -51,13 +54,14 @@ func newReportCommand(o *rootOptions, cmd *cobra.Command, kind objectKind, r rep
 		if out.watch {
 			targets = r.watch(s, name)
 		}
-		return runReport(cmd.Context(), s, o, out, gather, targets)
+		concerns := func(obj runtime.Object) bool { return r.concerns == nil || r.concerns(name, obj) }
+		return runReport(cmd.Context(), s, o, out, gather, targets, concerns)
 	}
 	return cmd
 }
 
 func runReport(ctx context.Context, s *session, o *rootOptions, out *outputOptions,
-	gather func(context.Context) (report, error), targets []watchTarget) error {
+	gather func(context.Context) (report, error), targets []watchTarget, concerns func(runtime.Object) bool) error {
 	objPrinter, err := out.objectPrinter()
 	if err != nil {
 		return err
@@ -88,7 +92,10 @@ func runReport(ctx context.Context, s *session, o *rootOptions, out *outputOptio
 	if f == nil {
 		return nil
 	}
-	err = f.run(ctx, func(watch.EventType, runtime.Object) error {
+	err = f.run(ctx, func(_ watch.EventType, changed runtime.Object) error {
+		if !concerns(changed) {
+			return nil
+		}
 		fmt.Fprintln(o.streams.Out)
 		return show()
 	})

@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -46,6 +47,12 @@ func newVolumeCommand(o *rootOptions) *cobra.Command {
 				{list: &storagev1alpha1.ReplicatedVolumeList{}, opts: []client.ListOption{client.MatchingFields{"metadata.name": name}}},
 				{list: &storagev1alpha1.VolumeReplicaList{}},
 			}
+		},
+		// Every VolumeReplica is watched (spec.volumeName is not selectable);
+		// only this volume's replicas print the report again.
+		concerns: func(name string, obj runtime.Object) bool {
+			vr, ok := obj.(*storagev1alpha1.VolumeReplica)
+			return !ok || vr.Spec.VolumeName == name
 		},
 	})
 }

@@ -198,3 +198,45 @@ func TestVolumesWatchPrintsEachChangeUntilTheRequestTimeout(t *testing.T) {
 		t.Errorf("the watched row %v does not show 3 ready and Healthy", f)
 	}
 }
+
+func TestVolumeWatchFollowsOnlyItsOwnReplicasAndEndsWhenTheVolumeIsDeleted(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "cellfleet-volume-watch")
+	v := makeVolume(t, "vol-followed", "data")
+	// r9 is not in the volume's summary, so its row shows its own status.
+	var replicas []*storagev1alpha1.VolumeReplica
+	for _, name := range []string{"vol-unrelated-r0", v.Name + "-r9"} {
+		vr := &storagev1alpha1.VolumeReplica{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: storagev1alpha1.VolumeReplicaSpec{VolumeName: strings.TrimSuffix(strings.TrimSuffix(name, "-r0"), "-r9"),
+				Node: "node-d", Port: 7100, BackingClaimName: name},
+		}
+		if err := env.Client.Create(ctx, vr); err != nil {
+			t.Fatal(err)
+		}
+		replicas = append(replicas, vr)
+	}
+	const section = "\nReplicas:\n"
+	w := watchInBackground(ctx, t, "volume", v.Name, "--watch", "--request-timeout=5s")
+	w.waitFor(t, 1, section)
+	// The unrelated replica changes first, on the same watch stream, so by
+	// the time r9's change is shown, the unrelated one was seen too.
+	for _, vr := range replicas {
+		vr.Status.Role = storagev1alpha1.RoleFollower
+		vr.Status.Lag = 7
+		if err := env.Client.Status().Update(ctx, vr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.waitFor(t, 1, "Follower      0         7")
+	if err := env.Client.Delete(ctx, v, client.Preconditions{UID: &v.UID}); err != nil {
+		t.Fatal(err)
+	}
+	w.ended(t)
+	if n := strings.Count(w.out.String(), section); n != 2 {
+		t.Errorf("volume --watch printed the report %d times, want twice: another volume's replica changed it:\n%s", n, w.out.String())
+	}
+	if want := `replicatedvolume "vol-followed" was deleted`; !strings.Contains(w.errOut.String(), want) {
+		t.Errorf("volume --watch stderr %q does not say %q", w.errOut.String(), want)
+	}
+}
