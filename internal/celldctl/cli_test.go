@@ -35,7 +35,7 @@ func TestAsImpersonatesAndTheRefusalNamesTheObject(t *testing.T) {
 	ns := namespace(t, "status-as")
 	fleet := makeFleet(t, ns)
 	_, _, err := plugin(context.Background(), t, "status", fleet.Name, "-n", ns, "--as", "nobody")
-	want := `get celldfleet "sample-persistent" in namespace "status-as": `
+	want := `get celldfleet "sample-persistent" in namespace "` + ns + `": `
 	if err == nil || !strings.HasPrefix(err.Error(), want) || !apierrors.IsForbidden(errors.Unwrap(err)) ||
 		!strings.Contains(err.Error(), `User "nobody"`) {
 		t.Fatalf("status --as nobody: %v, want a Forbidden for user nobody starting %q", err, want)
@@ -86,7 +86,7 @@ func TestCompletionScriptsAndNamesFromTheCluster(t *testing.T) {
 		{[]string{"__complete", "status", "-n", ns, "zzz"}, nil, fleet.Name},
 		{[]string{"__complete", "status", "-n", ns, fleet.Name, ""}, nil, fleet.Name},
 		{[]string{"__complete", "volume", "vol-comp"}, []string{v.Name + "\t" + ns + "/db, Degraded"}, "vol-list"},
-		{[]string{"__complete", "fleets", "-n", "compl"}, []string{"complete"}, ""},
+		{[]string{"__complete", "fleets", "-n", "compl"}, []string{ns}, ""},
 		{[]string{"__complete", "fleets", "--context", "else"}, []string{"elsewhere"}, "envtest"},
 		{[]string{"__complete", "volumes", "-o", "w"}, []string{"wide"}, "json"},
 	}

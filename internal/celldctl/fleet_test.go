@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,7 +34,7 @@ func makeFleet(t *testing.T, ns string) *celldv1alpha1.CelldFleet {
 	if err := c.Create(ctx, &fleet); err != nil {
 		t.Fatalf("create fleet: %v", err)
 	}
-	since := metav1.NewTime(time.Now().Add(-90 * time.Second))
+	since := metav1.NewTime(time.Now().Add(-90 * time.Minute)) // "90m" however slow the test runs
 	fleet.Status = celldv1alpha1.CelldFleetStatus{
 		ObservedGeneration: fleet.Generation, DesiredReplicas: 3, AppliedReplicas: 3, ReadyReplicas: 1,
 		UpdatedReplicas: 3, Replicas: 3, BlockedSince: &since,
@@ -94,7 +95,7 @@ func makeFleet(t *testing.T, ns string) *celldv1alpha1.CelldFleet {
 		ObjectMeta:     metav1.ObjectMeta{Name: fleet.Name + ".blocked", Namespace: ns},
 		InvolvedObject: corev1.ObjectReference{Kind: "CelldFleet", APIVersion: celldv1alpha1.GroupVersion.String(), Namespace: ns, Name: fleet.Name, UID: fleet.UID},
 		Reason:         "MemberUnschedulable", Message: "member sample-persistent-2 has waited past the replacement delay",
-		Type: corev1.EventTypeWarning, Count: 3, LastTimestamp: metav1.NewTime(time.Now().Add(-30 * time.Second)),
+		Type: corev1.EventTypeWarning, Count: 3, LastTimestamp: metav1.NewTime(time.Now().Add(-30 * time.Minute)),
 		Source: corev1.EventSource{Component: "celldfleet-operator"},
 	}
 	if err := c.Create(ctx, ev); err != nil {
@@ -118,7 +119,7 @@ func TestStatusShowsMembersDisksHoldsConditionsAndEvents(t *testing.T) {
 	t.Logf("\n%s", out)
 	for _, want := range []string{
 		"Name:", "sample-persistent", "Namespace:", ns, "PersistentFleet",
-		"desired 3, applied 3, ready 1, updated 3", "Blocked since:", "(90s)", "Unschedulable:", "sample-persistent-2",
+		"desired 3, applied 3, ready 1, updated 3", "Blocked since:", "(90m)", "Unschedulable:", "sample-persistent-2",
 		"\nConditions:\n", "MemberUnschedulable", "member sample-persistent-2 cannot be scheduled",
 		"\nMembers:\n", "\nDisks:\n", "\nHolds:\n", "\nEvents:\n",
 		"member sample-persistent-2 has waited past the replacement delay",
@@ -151,7 +152,7 @@ func TestStatusShowsMembersDisksHoldsConditionsAndEvents(t *testing.T) {
 			}
 		}
 	}
-	if ev := lineOf(out, "30s"); !strings.Contains(ev, "Warning") || !strings.Contains(ev, "celldfleet/sample-persistent") {
+	if ev := lineOf(out, "30m"); !strings.Contains(ev, "Warning") || !strings.Contains(ev, "celldfleet/sample-persistent") {
 		t.Errorf("event line %q does not show when, type and object", ev)
 	}
 	if h := header(out, "NAME"); strings.Contains(h, "IP") {
@@ -224,13 +225,20 @@ func TestStatusPrintsEveryOutputFormat(t *testing.T) {
 	}
 }
 
+var contextFleetOnce sync.Once
+
 func TestFleetsListsOneNamespaceOrAllOfThemWithANamespaceColumn(t *testing.T) {
 	ctx := context.Background()
 	a, b := namespace(t, "fleets-a"), namespace(t, "fleets-b")
-	namespace(t, contextNamespace)
-	for _, ns := range []string{a, b, contextNamespace} {
+	for _, ns := range []string{a, b} {
 		makeFleet(t, ns)
 	}
+	contextFleetOnce.Do(func() { // the context's namespace has a fixed name
+		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: contextNamespace}}); err != nil {
+			t.Fatalf("create namespace %s: %v", contextNamespace, err)
+		}
+		makeFleet(t, contextNamespace)
+	})
 	one := mustPlugin(ctx, t, "fleets", "-n", a)
 	if n := strings.Count(one, "sample-persistent"); n != 1 {
 		t.Errorf("fleets -n %s lists %d fleets, want 1:\n%s", a, n, one)

@@ -7,10 +7,12 @@ package celldctl_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -110,13 +112,21 @@ func mustPlugin(ctx context.Context, t *testing.T, args ...string) string {
 	return out
 }
 
-func namespace(t *testing.T, name string) string {
+// seq makes the names of a test's objects unique, so the tests run again
+// (-count=N) against the same API server.
+var seq atomic.Int64
+
+// unique returns base with a suffix no other call returns.
+func unique(base string) string { return fmt.Sprintf("%s-%d", base, seq.Add(1)) }
+
+// namespace creates a namespace named after base and returns its name.
+func namespace(t *testing.T, base string) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: unique(base)}}
 	if err := env.Client.Create(context.Background(), ns); err != nil {
-		t.Fatalf("create namespace %s: %v", name, err)
+		t.Fatalf("create namespace %s: %v", ns.Name, err)
 	}
-	return name
+	return ns.Name
 }
 
 func loadSample(t *testing.T, file string, into client.Object) {

@@ -15,14 +15,14 @@ import (
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 )
 
-// makeVolume creates the sample volume under name, for a claim in claimNS,
+// makeVolume creates the sample volume under a name made from name, for a claim in claimNS,
 // reported Degraded: r0 coordinates, r1 lags 12 entries, r2 lost its state.
 func makeVolume(t *testing.T, name, claimNS string) *storagev1alpha1.ReplicatedVolume {
 	t.Helper()
 	ctx := context.Background()
 	var v storagev1alpha1.ReplicatedVolume
 	loadSample(t, "storage_v1alpha1_replicatedvolume.yaml", &v)
-	v.Name, v.Spec.Source.Namespace = name, claimNS
+	v.Name, v.Spec.Source.Namespace = unique(name), claimNS
 	if err := env.Client.Create(ctx, &v); err != nil {
 		t.Fatalf("create volume: %v", err)
 	}
@@ -45,8 +45,9 @@ func makeVolume(t *testing.T, name, claimNS string) *storagev1alpha1.ReplicatedV
 
 func TestVolumesListsRobustnessCoordinatorAndReplicaHealth(t *testing.T) {
 	ctx := context.Background()
-	v := makeVolume(t, "vol-list", "data")
-	other := makeVolume(t, "vol-list-other", "elsewhere")
+	data, elsewhere := unique("data"), unique("elsewhere")
+	v := makeVolume(t, "vol-list", data)
+	other := makeVolume(t, "vol-list-other", elsewhere)
 	out := mustPlugin(ctx, t, "volumes")
 	t.Logf("\n%s", out)
 	if h := header(out, "NAME"); !strings.HasPrefix(h, "NAME") || !strings.Contains(h, "ROBUSTNESS") || strings.Contains(h, "BACKING") {
@@ -54,7 +55,7 @@ func TestVolumesListsRobustnessCoordinatorAndReplicaHealth(t *testing.T) {
 	}
 	f := strings.Fields(lineOf(out, v.Name))
 	// NAME CLAIM ACCESS CAPACITY REPLICAS READY LAGGING LOST ROBUSTNESS COORDINATOR AGE
-	want := []string{v.Name, "data/db", "ReadWriteOnce", "10Gi", "3", "2", "1", "1", "Degraded", v.Name + "-r0"}
+	want := []string{v.Name, data + "/db", "ReadWriteOnce", "10Gi", "3", "2", "1", "1", "Degraded", v.Name + "-r0"}
 	if len(f) < len(want) {
 		t.Fatalf("volume line %q has too few columns", lineOf(out, v.Name))
 	}
@@ -67,11 +68,11 @@ func TestVolumesListsRobustnessCoordinatorAndReplicaHealth(t *testing.T) {
 		t.Errorf("volumes without -n does not list %s", other.Name)
 	}
 
-	narrowed := mustPlugin(ctx, t, "volumes", "-n", "data")
+	narrowed := mustPlugin(ctx, t, "volumes", "-n", data)
 	if lineOf(narrowed, v.Name) == "" || lineOf(narrowed, other.Name) != "" {
 		t.Errorf("volumes -n data should list only the volumes of claims in data:\n%s", narrowed)
 	}
-	if all := mustPlugin(ctx, t, "volumes", "-n", "data", "-A"); lineOf(all, other.Name) == "" {
+	if all := mustPlugin(ctx, t, "volumes", "-n", data, "-A"); lineOf(all, other.Name) == "" {
 		t.Errorf("volumes -A -n data should list every volume:\n%s", all)
 	}
 
@@ -81,14 +82,14 @@ func TestVolumesListsRobustnessCoordinatorAndReplicaHealth(t *testing.T) {
 	}
 
 	var list unstructured.UnstructuredList
-	if err := json.Unmarshal([]byte(mustPlugin(ctx, t, "volumes", "-n", "data", "-o", "json")), &list.Object); err != nil {
+	if err := json.Unmarshal([]byte(mustPlugin(ctx, t, "volumes", "-n", data, "-o", "json")), &list.Object); err != nil {
 		t.Fatalf("volumes -o json: %v", err)
 	}
 	items, _ := list.Object["items"].([]any)
 	if len(items) != 1 || items[0].(map[string]any)["kind"] != "ReplicatedVolume" {
 		t.Errorf("volumes -n data -o json items = %v, want the one ReplicatedVolume", items)
 	}
-	if names := mustPlugin(ctx, t, "volumes", "-n", "data", "-o", "name"); names != "replicatedvolume.storage.eric.dev/"+v.Name+"\n" {
+	if names := mustPlugin(ctx, t, "volumes", "-n", data, "-o", "name"); names != "replicatedvolume.storage.eric.dev/"+v.Name+"\n" {
 		t.Errorf("volumes -o name = %q", names)
 	}
 }
@@ -174,8 +175,9 @@ func TestVolumeShowsEachReplicaWithRoleLagAndWhyItIsNotReady(t *testing.T) {
 
 func TestVolumesWatchPrintsEachChangeUntilTheRequestTimeout(t *testing.T) {
 	ctx := context.Background()
-	v := makeVolume(t, "vol-watch", "watched")
-	w := watchInBackground(ctx, t, "volumes", "-n", "watched", "--watch", "--request-timeout=4s")
+	claims := unique("watched")
+	v := makeVolume(t, "vol-watch", claims)
+	w := watchInBackground(ctx, t, "volumes", "-n", claims, "--watch", "--request-timeout=4s")
 	w.waitFor(t, 1, "Degraded")
 	var fresh storagev1alpha1.ReplicatedVolume
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(v), &fresh); err != nil {
@@ -205,11 +207,11 @@ func TestVolumeWatchFollowsOnlyItsOwnReplicasAndEndsWhenTheVolumeIsDeleted(t *te
 	v := makeVolume(t, "vol-followed", "data")
 	// r9 is not in the volume's summary, so its row shows its own status.
 	var replicas []*storagev1alpha1.VolumeReplica
-	for _, name := range []string{"vol-unrelated-r0", v.Name + "-r9"} {
+	for _, volume := range []string{unique("vol-unrelated"), v.Name} {
+		name := volume + "-r9"
 		vr := &storagev1alpha1.VolumeReplica{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: storagev1alpha1.VolumeReplicaSpec{VolumeName: strings.TrimSuffix(strings.TrimSuffix(name, "-r0"), "-r9"),
-				Node: "node-d", Port: 7100, BackingClaimName: name},
+			Spec:       storagev1alpha1.VolumeReplicaSpec{VolumeName: volume, Node: "node-d", Port: 7100, BackingClaimName: name},
 		}
 		if err := env.Client.Create(ctx, vr); err != nil {
 			t.Fatal(err)
@@ -236,7 +238,7 @@ func TestVolumeWatchFollowsOnlyItsOwnReplicasAndEndsWhenTheVolumeIsDeleted(t *te
 	if n := strings.Count(w.out.String(), section); n != 2 {
 		t.Errorf("volume --watch printed the report %d times, want twice: another volume's replica changed it:\n%s", n, w.out.String())
 	}
-	if want := `replicatedvolume "vol-followed" was deleted`; !strings.Contains(w.errOut.String(), want) {
+	if want := `replicatedvolume "` + v.Name + `" was deleted`; !strings.Contains(w.errOut.String(), want) {
 		t.Errorf("volume --watch stderr %q does not say %q", w.errOut.String(), want)
 	}
 }
