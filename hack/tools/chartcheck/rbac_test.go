@@ -24,38 +24,30 @@ type generatedRules struct {
 func loadGeneratedRules(t *testing.T) generatedRules {
 	t.Helper()
 	var g generatedRules
-	for _, o := range generatedObjects(t, "config", "rbac", "fleet", "role.yaml") {
-		switch o.Kind {
-		case "ClusterRole":
-			var r rbacv1.ClusterRole
-			o.decode(t, &r)
-			g.fleetCluster = r.Rules
-		case "Role":
-			var r rbacv1.Role
-			o.decode(t, &r)
-			g.fleetRole = r.Rules
-		}
-	}
-	for _, o := range ofKind(generatedObjects(t, "config", "rbac", "manager", "role.yaml"), "Role") {
-		var r rbacv1.Role
-		o.decode(t, &r)
-		g.managerRole = r.Rules
-	}
-	for _, o := range ofKind(generatedObjects(t, "config", "rbac", "manager", "role.yaml"), "ClusterRole") {
-		var r rbacv1.ClusterRole
-		o.decode(t, &r)
-		g.managerCluster = r.Rules
-	}
-	for _, o := range ofKind(generatedObjects(t, "config", "rbac", "metrics", "metrics_reader_role.yaml"), "ClusterRole") {
-		var r rbacv1.ClusterRole
-		o.decode(t, &r)
-		g.metricsReader = r.Rules
-	}
+	fleet := generatedObjects(t, "config", "rbac", "fleet", "role.yaml")
+	manager := generatedObjects(t, "config", "rbac", "manager", "role.yaml")
+	g.fleetCluster, g.fleetRole = rulesOf(t, fleet, "ClusterRole"), rulesOf(t, fleet, "Role")
+	g.managerCluster, g.managerRole = rulesOf(t, manager, "ClusterRole"), rulesOf(t, manager, "Role")
+	g.metricsReader = rulesOf(t, generatedObjects(t, "config", "rbac", "metrics", "metrics_reader_role.yaml"), "ClusterRole")
 	if g.fleetCluster == nil || g.fleetRole == nil || g.managerRole == nil || g.managerCluster == nil || g.metricsReader == nil {
 		t.Fatalf("config/rbac/fleet/role.yaml must hold a ClusterRole and a Role, config/rbac/manager/role.yaml a ClusterRole and a Role, " +
 			"config/rbac/metrics/metrics_reader_role.yaml a ClusterRole: run make manifests")
 	}
 	return g
+}
+
+// rulesOf is the rules of the object of kind (Role or ClusterRole) in objs,
+// nil when there is none. A Role decodes as a ClusterRole: it has a subset of
+// its fields.
+func rulesOf(t *testing.T, objs []object, kind string) []rbacv1.PolicyRule {
+	t.Helper()
+	var rules []rbacv1.PolicyRule
+	for _, o := range ofKind(objs, kind) {
+		var r rbacv1.ClusterRole
+		o.decode(t, &r)
+		rules = r.Rules
+	}
+	return rules
 }
 
 // roleKey names a Role or binding by namespace and name.
