@@ -15,32 +15,39 @@ type generatedRules struct {
 	fleetCluster []rbacv1.PolicyRule // ClusterRole in config/rbac/fleet/role.yaml
 	fleetRole    []rbacv1.PolicyRule // Role in config/rbac/fleet/role.yaml
 	managerRole  []rbacv1.PolicyRule // Role in config/rbac/manager/role.yaml
+	// ClusterRole in config/rbac/manager/role.yaml: the metrics endpoint's
+	// TokenReview and SubjectAccessReview.
+	managerCluster []rbacv1.PolicyRule
+	metricsReader  []rbacv1.PolicyRule // config/rbac/metrics/metrics_reader_role.yaml
 }
 
 func loadGeneratedRules(t *testing.T) generatedRules {
 	t.Helper()
 	var g generatedRules
-	for _, o := range generatedObjects(t, "config", "rbac", "fleet", "role.yaml") {
-		switch o.Kind {
-		case "ClusterRole":
-			var r rbacv1.ClusterRole
-			o.decode(t, &r)
-			g.fleetCluster = r.Rules
-		case "Role":
-			var r rbacv1.Role
-			o.decode(t, &r)
-			g.fleetRole = r.Rules
-		}
-	}
-	for _, o := range ofKind(generatedObjects(t, "config", "rbac", "manager", "role.yaml"), "Role") {
-		var r rbacv1.Role
-		o.decode(t, &r)
-		g.managerRole = r.Rules
-	}
-	if g.fleetCluster == nil || g.fleetRole == nil || g.managerRole == nil {
-		t.Fatalf("config/rbac/fleet/role.yaml must hold a ClusterRole and a Role and config/rbac/manager/role.yaml a Role: run make manifests")
+	fleet := generatedObjects(t, "config", "rbac", "fleet", "role.yaml")
+	manager := generatedObjects(t, "config", "rbac", "manager", "role.yaml")
+	g.fleetCluster, g.fleetRole = rulesOf(t, fleet, "ClusterRole"), rulesOf(t, fleet, "Role")
+	g.managerCluster, g.managerRole = rulesOf(t, manager, "ClusterRole"), rulesOf(t, manager, "Role")
+	g.metricsReader = rulesOf(t, generatedObjects(t, "config", "rbac", "metrics", "metrics_reader_role.yaml"), "ClusterRole")
+	if g.fleetCluster == nil || g.fleetRole == nil || g.managerRole == nil || g.managerCluster == nil || g.metricsReader == nil {
+		t.Fatalf("config/rbac/fleet/role.yaml must hold a ClusterRole and a Role, config/rbac/manager/role.yaml a ClusterRole and a Role, " +
+			"config/rbac/metrics/metrics_reader_role.yaml a ClusterRole: run make manifests")
 	}
 	return g
+}
+
+// rulesOf is the rules of the object of kind (Role or ClusterRole) in objs,
+// nil when there is none. A Role decodes as a ClusterRole: it has a subset of
+// its fields.
+func rulesOf(t *testing.T, objs []object, kind string) []rbacv1.PolicyRule {
+	t.Helper()
+	var rules []rbacv1.PolicyRule
+	for _, o := range ofKind(objs, kind) {
+		var r rbacv1.ClusterRole
+		o.decode(t, &r)
+		rules = r.Rules
+	}
+	return rules
 }
 
 // roleKey names a Role or binding by namespace and name.
@@ -63,23 +70,37 @@ func TestChartRBACIsExactlyTheGeneratedRoles(t *testing.T) {
 			t.Parallel()
 			objs := render(t, tc.set...)
 
-			clusterRoles := ofKind(objs, "ClusterRole")
-			if len(clusterRoles) != 1 || clusterRoles[0].Name != fleetName {
-				t.Fatalf("the chart must render exactly one ClusterRole, %s; got %v", fleetName, clusterRoles)
+			wantCluster := map[string][]rbacv1.PolicyRule{fleetName: want.fleetCluster, managerName: want.managerCluster, metricsReaderName: want.metricsReader}
+			gotCluster := map[string][]rbacv1.PolicyRule{}
+			for _, o := range ofKind(objs, "ClusterRole") {
+				var cr rbacv1.ClusterRole
+				o.decode(t, &cr)
+				gotCluster[o.Name] = cr.Rules
 			}
-			var cr rbacv1.ClusterRole
-			clusterRoles[0].decode(t, &cr)
-			if !reflect.DeepEqual(cr.Rules, want.fleetCluster) {
-				t.Errorf("ClusterRole %s must grant exactly the rules of config/rbac/fleet/role.yaml (seed 002):\n got  %+v\n want %+v", fleetName, cr.Rules, want.fleetCluster)
+			if !sameKeys(keyed(gotCluster), keyed(wantCluster)) {
+				t.Fatalf("the chart must render exactly the ClusterRoles %v; got %v", sortedKeys(keyed(wantCluster)), sortedKeys(keyed(gotCluster)))
 			}
-			crbs := ofKind(objs, "ClusterRoleBinding")
-			if len(crbs) != 1 {
-				t.Fatalf("the chart must render exactly one ClusterRoleBinding; got %v", crbs)
+			for name, rules := range wantCluster {
+				if !reflect.DeepEqual(gotCluster[name], rules) {
+					t.Errorf("ClusterRole %s must grant exactly the rules of its config/rbac file (seed 002):\n got  %+v\n want %+v", name, gotCluster[name], rules)
+				}
 			}
-			var crb rbacv1.ClusterRoleBinding
-			crbs[0].decode(t, &crb)
-			if crb.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: fleetName}) || !reflect.DeepEqual(crb.Subjects, managerSubject) {
-				t.Errorf("ClusterRoleBinding %s must bind ClusterRole %s to the manager's ServiceAccount only; got roleRef %+v subjects %+v", crb.Name, fleetName, crb.RoleRef, crb.Subjects)
+			// The scraper binds metrics-reader itself; the chart binds only the
+			// manager's two ClusterRoles, to the manager.
+			gotCRB := map[string]rbacv1.ClusterRoleBinding{}
+			for _, o := range ofKind(objs, "ClusterRoleBinding") {
+				var crb rbacv1.ClusterRoleBinding
+				o.decode(t, &crb)
+				gotCRB[o.Name] = crb
+			}
+			wantCRB := map[string][]rbacv1.PolicyRule{fleetName: nil, managerName: nil}
+			if !sameKeys(keyed(gotCRB), keyed(wantCRB)) {
+				t.Fatalf("the chart must render exactly the ClusterRoleBindings %v; got %v", sortedKeys(keyed(wantCRB)), sortedKeys(keyed(gotCRB)))
+			}
+			for name, crb := range gotCRB {
+				if crb.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}) || !reflect.DeepEqual(crb.Subjects, managerSubject) {
+					t.Errorf("ClusterRoleBinding %s must bind ClusterRole %s to the manager's ServiceAccount only; got roleRef %+v subjects %+v", name, name, crb.RoleRef, crb.Subjects)
+				}
 			}
 
 			wantRoles := map[roleKey][]rbacv1.PolicyRule{{releaseNamespace, managerName}: want.managerRole}
@@ -166,6 +187,15 @@ func sameKeys[V, W any](a map[roleKey]V, b map[roleKey]W) bool {
 		}
 	}
 	return true
+}
+
+// keyed turns a map by cluster-scoped name into one by roleKey.
+func keyed[V any](m map[string]V) map[roleKey]V {
+	out := make(map[roleKey]V, len(m))
+	for k, v := range m {
+		out[roleKey{name: k}] = v
+	}
+	return out
 }
 
 func sortedKeys[V any](m map[roleKey]V) []string {

@@ -28,6 +28,8 @@ const (
 	releaseNamespace = "cellfleet-system"
 	managerName      = "cellfleet-manager"
 	fleetName        = "cellfleet-fleet"
+	// metricsReaderName is the ClusterRole a scraper of the manager is bound to.
+	metricsReaderName = "cellfleet-metrics-reader"
 
 	// Render for the Kubernetes version the project targets (the one envtest
 	// runs), whatever default the helm binary was stamped with.
