@@ -82,8 +82,12 @@ check: manifests-check lint test ## what CI runs
 
 ##@ Local cluster and qualification (docs/local-cluster.md, docs/qualification.md)
 .PHONY: images
-images: ## OCI image tarballs of manager, celldsim and pause in bin/images (no registry)
+images: ## amd64+arm64 OCI image tarballs of manager, celldsim, pause and the CSI sidecars in bin/images (hack/mkimage, no registry)
 	hack/cluster/images.sh
+
+.PHONY: images-check
+images-check: $(STATICCHECK) ## the image builder: vet, staticcheck, reproducible digests across two builds, config and both platforms in the archive
+	cd hack/mkimage && GOWORK=off go vet ./... && GOWORK=off $(STATICCHECK) ./... && GOWORK=off go test -count=1 ./...
 
 .PHONY: cluster-up
 cluster-up: images ## a 3-node local cluster from binaries built here (state in .cluster)
