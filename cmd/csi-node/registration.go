@@ -95,7 +95,10 @@ func (r *registrar) NotifyRegistrationStatus(_ context.Context, s *registerv1.Re
 // when the socket cannot be served at all.
 func (r *registrar) run(ctx context.Context) error {
 	if err := waitServing(ctx, r.csiSocket, servingWait); err != nil {
-		return fmt.Errorf("registration: the CSI socket %s: %w", r.csiSocket, err)
+		if ctx.Err() != nil {
+			return nil // the plugin stopped before it served: its own error says why
+		}
+		return fmt.Errorf("registration: the CSI socket %s does not serve: %w", r.csiSocket, err)
 	}
 	retry := registrationRetryFirst
 	for {
