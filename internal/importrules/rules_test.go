@@ -56,6 +56,8 @@ func rules() []rule {
 		{pkg: "internal/csi/publication", never: []string{grpc, localDrv, replDrv}, states: "internal/csi/publication/doc.go"},
 		{pkg: "internal/csi/nodereq", never: []string{localDrv, replDrv}, states: "internal/csi/nodereq/nodereq.go"},
 		{pkg: "internal/csi/local", never: []string{replDrv}, states: "internal/csi/local/driver.go"},
+		{pkg: "internal/csi/replicated/controller", never: []string{"internal/controller/volume", localDrv},
+			states: "internal/csi/replicated/controller/controller.go"},
 		{pkg: "internal/celldctl", never: []string{controller}, states: "internal/celldctl/doc.go"},
 		{pkg: "internal/durable", never: []string{"..."}, except: []string{"internal/durable"}, states: "internal/durable/durable.go"},
 		{pkg: "internal/mountowner/api", never: k8s(fusePkgs, client), states: "internal/mountowner/api/types.go"},
