@@ -98,12 +98,12 @@ func TestAdoptedOnDeleteStatefulSetRollsToRollingUpdateWithoutLosingADisk(t *tes
 			if sts.Spec.Template.Annotations == nil {
 				sts.Spec.Template.Annotations = map[string]string{}
 			}
-			sts.Spec.Template.Annotations["celld.eric.dev/legacy-release"] = "v0.0.5"
+			sts.Spec.Template.Annotations[legacyReleaseAnnotation] = "v0.0.5"
 		})
 		for i := range replicas { // OnDelete: the earlier release's Pods come from its template
 			deletePod(s, s.member(i), nil)
 		}
-		waitFor(s.ctx, t, rollTimeout, func() bool { return s.allCarry("celld.eric.dev/legacy-release") },
+		waitFor(s.ctx, t, rollTimeout, func() bool { return s.allCarry(legacyReleaseAnnotation) },
 			func() string { return "every member runs the earlier release's template" })
 		s.settle(replicas)
 		legacy := s.podUIDs()
@@ -113,7 +113,7 @@ func TestAdoptedOnDeleteStatefulSetRollsToRollingUpdateWithoutLosingADisk(t *tes
 			sts := s.statefulSet()
 			return sts.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType
 		}, func() string { return "the operator switches an adopted StatefulSet from OnDelete to RollingUpdate" })
-		waitFor(s.ctx, t, rollTimeout, func() bool { return s.allReplaced(legacy) && !s.anyCarries("celld.eric.dev/legacy-release") },
+		waitFor(s.ctx, t, rollTimeout, func() bool { return s.allReplaced(legacy) && !s.anyCarries(legacyReleaseAnnotation) },
 			func() string {
 				return "the rolling update replaces every member of the earlier release with the current template"
 			})
