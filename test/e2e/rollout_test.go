@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
+	"github.com/cellfleet/cellfleet/test/e2e/cluster"
 )
 
 // rollTimeout bounds a rollout of three members.
@@ -48,6 +49,7 @@ func TestRuntimeUpgradeToANewDigestKeepsEveryWriteAndDisk(t *testing.T) {
 }
 
 func TestOperatorRestartInTheMiddleOfARolloutConverges(t *testing.T) {
+	requirePower(t, cluster.PowerHostProcesses) // kill -9 of the operator
 	runScenario(t, "operator restart mid-rollout", persistentFleet(t, "q-oprollout"), func(s *scenario) {
 		disks, pods := s.claimUIDs(), s.podUIDs()
 		updateFleet(s.ctx, t, s.name, func(f *celldv1alpha1.CelldFleet) {
@@ -64,6 +66,7 @@ func TestOperatorRestartInTheMiddleOfARolloutConverges(t *testing.T) {
 }
 
 func TestOperatorRestartInTheMiddleOfAContractionConverges(t *testing.T) {
+	requirePower(t, cluster.PowerHostProcesses) // kill -9 of the operator
 	f := persistentFleet(t, "q-opcontract")
 	// Four members on a three-node cluster need relaxed host spreading, and
 	// the two left after the contraction cannot span three zones: two zones,

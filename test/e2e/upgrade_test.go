@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
+	"github.com/cellfleet/cellfleet/test/e2e/cluster"
 )
 
 // denialMarker is celldsim's startup-denial marker (test/celldsim,
@@ -50,6 +51,9 @@ const denialMarker = "celldsim.denied-pod-uid"
 const legacyReservationState = `{"claims":{"data-q-v005-0":"x"},"strictOperations":["retire"],"lastDisruption":"2026-01-01T00:00:00Z","appliedCount":3}`
 
 func TestUpgradeFromV005RetiredMemberRejoinsOnItsDisk(t *testing.T) {
+	// The marker is written on the volume's directory, the workload killed
+	// through /proc, the StatefulSet's recreation read from the audit log.
+	requirePower(t, cluster.PowerHostDisks, cluster.PowerHostProcesses, cluster.PowerAuditLog)
 	runScenario(t, "upgrade from v0.0.5: the retired member rejoins on its disk", persistentFleet(t, "q-v005"), func(s *scenario) {
 		disks := s.claimUIDs()
 		stopOperator(s.ctx, t)
