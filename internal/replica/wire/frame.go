@@ -113,7 +113,18 @@ func AppendReply(t FrameType, r *Reply) []byte { return ReplyFrame(t, r)[frameHe
 // ReplyFrame encodes a reply as a whole frame, length prefix included, for
 // WritePrefixed.
 func ReplyFrame(t FrameType, r *Reply) []byte {
+	if f, ok := replyInPlace(t, r); ok {
+		return f
+	}
 	e := newFrameEncoder(64 + resultsSize(r.Results))
+	e.replyHead(t, r)
+	for i := range r.Results {
+		e.result(&r.Results[i])
+	}
+	return e.frame()
+}
+
+func (e *encoder) replyHead(t FrameType, r *Reply) {
 	e.byte1(uint8(t))
 	e.u(r.ID)
 	e.byte1(uint8(r.Status))
@@ -121,10 +132,17 @@ func ReplyFrame(t FrameType, r *Reply) []byte {
 	e.str(r.LeaderID)
 	e.str(r.LeaderAddr)
 	e.u(uint64(len(r.Results)))
+}
+
+// Release returns the results' pooled buffers (Result.Frame) once the reply
+// is sent: nothing may use the reply's data afterwards.
+func (r *Reply) Release() {
 	for i := range r.Results {
-		e.result(&r.Results[i])
+		if f := r.Results[i].Frame; f != nil {
+			r.Results[i].Frame, r.Results[i].Data = nil, nil
+			PutBuf(f)
+		}
 	}
-	return e.frame()
 }
 
 // frameHeader is the length prefix of every frame.
