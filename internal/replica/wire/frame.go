@@ -284,7 +284,10 @@ func ReadFrame(r io.Reader, limit int) ([]byte, error) {
 	if n == 0 {
 		return nil, fmt.Errorf("%w: empty frame", ErrMalformed)
 	}
-	body := make([]byte, n)
+	// Pooled: a reply carrying read data hands the body on (Result.Frame)
+	// and the FUSE read reply returns it after the kernel has the bytes;
+	// other bodies are left to the collector.
+	body := GetBuf(int(n))
 	if _, err := io.ReadFull(r, body); err != nil {
 		return nil, fmt.Errorf("reading %d byte frame: %w", n, err)
 	}
