@@ -90,11 +90,11 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 // Read reads from the coordinator's applied state.
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	h.fsys.settle(h.ino)
-	b, err := h.fsys.cl.Read(opCtx(), h.ino, uint64(off), uint32(len(dest)))
+	b, frame, err := h.fsys.cl.ReadFrame(opCtx(), h.ino, uint64(off), uint32(len(dest)))
 	if err != nil {
 		return nil, h.fsys.errno("read", h.ino, err)
 	}
-	return fuse.ReadResultData(b), 0
+	return framedRead(b, frame), 0
 }
 
 // Write commits data: it returns once a quorum holds it, or with

@@ -195,6 +195,17 @@ func (c *Client) Read(ctx context.Context, ino, off uint64, size uint32) ([]byte
 	return r.Data, err
 }
 
+// ReadFrame is Read without a copy: data lies in the received frame, a
+// pooled buffer the caller returns with wire.PutBuf(frame) once it no longer
+// uses data (frame may be nil; dropping it is also safe).
+func (c *Client) ReadFrame(ctx context.Context, ino, off uint64, size uint32) (data, frame []byte, err error) {
+	r, err := c.ask(ctx, wire.Op{Kind: wire.KindRead, Ino: ino, Offset: off, Size: uint64(size)})
+	if err != nil {
+		return nil, nil, err
+	}
+	return r.Data, r.Frame, nil
+}
+
 // Truncate sets a file's size.
 func (c *Client) Truncate(ctx context.Context, ino, size uint64) (Attr, error) {
 	r, err := c.one(ctx, wire.Op{Kind: wire.KindTruncate, Ino: ino, Size: size})

@@ -90,14 +90,39 @@ func (c *conn) readLoop() {
 			c.fail(fmt.Errorf("%w: %v", errConnBroken, err))
 			return
 		}
+		owned := lendBody(&rep, body)
 		c.mu.Lock()
 		ch := c.pending[rep.ID]
 		delete(c.pending, rep.ID)
 		c.mu.Unlock()
 		if ch != nil {
 			ch <- rep
+		} else if owned {
+			rep.Release()
 		}
 	}
+}
+
+// lendBody decides who owns a reply's pooled frame body (wire.ReadFrame):
+// only result data aliases it (strings are copied), so a reply without data
+// returns it at once; a one-result reply with data (a read) hands it to the
+// result's Frame, which Client.ReadFrame's caller returns after use. Bodies
+// of other shapes are left to the collector. owned reports the hand-over.
+func lendBody(rep *wire.Reply, body []byte) (owned bool) {
+	data := 0
+	for i := range rep.Results {
+		if len(rep.Results[i].Data) > 0 {
+			data++
+		}
+	}
+	switch {
+	case data == 0:
+		wire.PutBuf(body)
+	case len(rep.Results) == 1:
+		rep.Results[0].Frame = body
+		return true
+	}
+	return false
 }
 
 func (c *conn) fail(err error) {

@@ -82,25 +82,27 @@ func (f *FSM) read(op *wire.Op) wire.Result {
 		return wire.Result{Attr: n.Attr}
 	}
 	size := min(op.Size, n.Attr.Size-op.Offset, wire.MaxData)
-	buf := make([]byte, size)
 	fh, err := f.files.openRead(op.Ino)
 	if err != nil {
 		return errno(syscall.EIO)
 	}
+	// The bytes go straight into the reply frame's pooled buffer
+	// (wire.ReadBuffer): the RPC server releases it after sending.
+	frame, buf := wire.ReadBuffer(int(size))
 	k := 0
 	if fh != nil {
 		defer fh.Close()
 		k, err = fh.ReadAt(buf, int64(op.Offset))
 		if err != nil && err != io.EOF {
+			wire.PutBuf(frame)
 			return errno(syscall.EIO)
 		}
 		f.ra.after(op.Ino, fh, op.Offset, op.Offset+uint64(k))
 	}
-	// A sparse tail past the backing file's end reads as zeros.
-	for i := k; i < len(buf); i++ {
-		buf[i] = 0
-	}
-	return wire.Result{Attr: n.Attr, Data: buf, N: uint64(len(buf))}
+	// A sparse tail past the backing file's end reads as zeros (the pooled
+	// buffer holds an earlier read's bytes).
+	clear(buf[k:])
+	return wire.Result{Attr: n.Attr, Data: buf, N: uint64(len(buf)), Frame: frame}
 }
 
 func (f *FSM) readdir(op *wire.Op) wire.Result {

@@ -97,6 +97,9 @@ func (s *RPCServer) ServeConn(c net.Conn) {
 			rep.ID = call.ID
 			rep.Message = clip(rep.Message)
 			send(wire.ReplyFrame(wire.FrameReply, &rep))
+			// The frame may lie in the read's pooled buffer: it is free
+			// once written (TLS has encrypted it into its own records).
+			rep.Release()
 		}()
 	}
 }

@@ -236,10 +236,22 @@ func (d *decoder) attr(a *Attr) {
 }
 
 func (e *encoder) result(r *Result) {
+	e.resultHead(r)
+	e.b = append(e.b, r.Data...)
+	e.resultTail(r)
+}
+
+// resultHead encodes a result up to and including its data's length: a
+// read's reply frame is built around data already in place (ReadBuffer).
+func (e *encoder) resultHead(r *Result) {
 	e.u32(r.Errno)
 	e.attr(&r.Attr)
 	e.u(r.N)
-	e.bytes(r.Data)
+	e.u(uint64(len(r.Data)))
+}
+
+// resultTail encodes what follows a result's data.
+func (e *encoder) resultTail(r *Result) {
 	e.u(uint64(len(r.Entries)))
 	for _, de := range r.Entries {
 		e.str(de.Name)

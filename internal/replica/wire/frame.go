@@ -113,7 +113,18 @@ func AppendReply(t FrameType, r *Reply) []byte { return ReplyFrame(t, r)[frameHe
 // ReplyFrame encodes a reply as a whole frame, length prefix included, for
 // WritePrefixed.
 func ReplyFrame(t FrameType, r *Reply) []byte {
+	if f, ok := replyInPlace(t, r); ok {
+		return f
+	}
 	e := newFrameEncoder(64 + resultsSize(r.Results))
+	e.replyHead(t, r)
+	for i := range r.Results {
+		e.result(&r.Results[i])
+	}
+	return e.frame()
+}
+
+func (e *encoder) replyHead(t FrameType, r *Reply) {
 	e.byte1(uint8(t))
 	e.u(r.ID)
 	e.byte1(uint8(r.Status))
@@ -121,10 +132,17 @@ func ReplyFrame(t FrameType, r *Reply) []byte {
 	e.str(r.LeaderID)
 	e.str(r.LeaderAddr)
 	e.u(uint64(len(r.Results)))
+}
+
+// Release returns the results' pooled buffers (Result.Frame) once the reply
+// is sent: nothing may use the reply's data afterwards.
+func (r *Reply) Release() {
 	for i := range r.Results {
-		e.result(&r.Results[i])
+		if f := r.Results[i].Frame; f != nil {
+			r.Results[i].Frame, r.Results[i].Data = nil, nil
+			PutBuf(f)
+		}
 	}
-	return e.frame()
 }
 
 // frameHeader is the length prefix of every frame.
@@ -266,7 +284,10 @@ func ReadFrame(r io.Reader, limit int) ([]byte, error) {
 	if n == 0 {
 		return nil, fmt.Errorf("%w: empty frame", ErrMalformed)
 	}
-	body := make([]byte, n)
+	// Pooled: a reply carrying read data hands the body on (Result.Frame)
+	// and the FUSE read reply returns it after the kernel has the bytes;
+	// other bodies are left to the collector.
+	body := GetBuf(int(n))
 	if _, err := io.ReadFull(r, body); err != nil {
 		return nil, fmt.Errorf("reading %d byte frame: %w", n, err)
 	}

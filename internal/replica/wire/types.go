@@ -211,6 +211,12 @@ type Result struct {
 	Entries []DirEntry
 	Names   []string
 	StatFs  StatFs
+	// Frame, when set, is the pooled buffer (ReadBuffer) that Data lies in,
+	// at ReplyHeadroom: ReplyFrame then writes the frame's header in front
+	// of Data inside it instead of copying Data, and Reply.Release returns
+	// it. In the client it is the received frame Data aliases, which the
+	// caller may return with PutBuf once done with Data. Not encoded.
+	Frame []byte
 }
 
 // Err returns the result's error as a syscall.Errno, or nil.
