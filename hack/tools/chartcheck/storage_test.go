@@ -2,7 +2,9 @@ package chartcheck
 
 import (
 	"os/exec"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -196,6 +198,8 @@ func checkNodeDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
 		t.Errorf("csi-node must mount the host's consumer mount root %s Bidirectional (seed 003); got %+v", consumer, cm)
 	}
 
+	checkCSINodeFlags(t, spec)
+
 	host := containerNamed(spec.Containers, "replica-host")
 	if host == nil {
 		t.Fatal("the NODE DaemonSet must run replica-host")
@@ -248,6 +252,47 @@ func checkNodeDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
 	if ep, _ := flagValue(local.Args, "endpoint"); ep != "unix:///var/lib/kubelet/plugins/"+localDriver+"/csi.sock" || addr[strings.LastIndex(addr, "/"):] != "/csi.sock" {
 		t.Errorf("csi-node's --endpoint %q and the provisioner's --csi-address %q must name the same socket", ep, addr)
 	}
+}
+
+// checkCSINodeFlags fails when a csi-node container passes a flag its
+// subcommand does not define (the container would exit at start).
+func checkCSINodeFlags(t *testing.T, spec corev1.PodSpec) {
+	t.Helper()
+	defined := map[string]map[string]bool{
+		"plugin":      definedFlags(t, "cmd", "csi-node", "flags.go"),
+		"mount-owner": definedFlags(t, "cmd", "csi-node", "mountowner.go"),
+	}
+	for _, name := range []string{"csi-node", "csi-node-replicated", "mount-owner"} {
+		c := containerNamed(spec.Containers, name)
+		if c == nil {
+			t.Errorf("the NODE DaemonSet must run %s", name)
+			continue
+		}
+		if len(c.Args) == 0 || defined[c.Args[0]] == nil {
+			t.Errorf("%s must start csi-node with a subcommand (plugin or mount-owner) as its first arg; args %v", name, c.Args)
+			continue
+		}
+		for _, a := range c.Args[1:] {
+			flagName, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			if !defined[c.Args[0]][flagName] {
+				t.Errorf("%s passes --%s, which `csi-node %s` does not define", name, flagName, c.Args[0])
+			}
+		}
+	}
+}
+
+// definedFlags are the flag names one cmd source file defines.
+func definedFlags(t *testing.T, elem ...string) map[string]bool {
+	t.Helper()
+	src := string(readFile(t, repoPath(elem...)))
+	flags := map[string]bool{}
+	for _, d := range regexp.MustCompile(`fs\.\w+\((?:&[\w.]+, )?"([a-z][a-z-]*)"`).FindAllStringSubmatch(src, -1) {
+		flags[d[1]] = true
+	}
+	if len(flags) == 0 {
+		t.Fatalf("%s defines no flags: has it moved?", filepath.Join(elem...))
+	}
+	return flags
 }
 
 // normalised makes quantities comparable whatever their spelling.
