@@ -193,9 +193,14 @@ func checkNodeDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
 	if !ok || consumer == "" {
 		t.Fatalf("csi-node must be started with --consumer-mount-root (seed 003); args %v", local.Args)
 	}
-	cm := mountAt(local, consumer)
-	if cm == nil || cm.MountPropagation == nil || *cm.MountPropagation != corev1.MountPropagationBidirectional || hostPath(cm) != consumer {
-		t.Errorf("csi-node must mount the host's consumer mount root %s Bidirectional (seed 003); got %+v", consumer, cm)
+	// The publication lock lives beside the root (<root>.publication.lock),
+	// so csi-node mounts the root's parent: the lock is the host's, and the
+	// root's publications propagate to the host through it.
+	parent := filepath.Dir(consumer)
+	cm := mountAt(local, parent)
+	if cm == nil || cm.MountPropagation == nil || *cm.MountPropagation != corev1.MountPropagationBidirectional || hostPath(cm) != parent {
+		t.Errorf("csi-node must mount the host's %s, the parent of --consumer-mount-root=%s, Bidirectional (seed 003; the publication lock lives beside the root); got %+v",
+			parent, consumer, cm)
 	}
 
 	checkCSINodeFlags(t, spec)
