@@ -79,30 +79,26 @@ func volumeNamed(spec corev1.PodSpec, name string) *corev1.Volume {
 // and downward-API environment; both CSIDrivers; both StorageClasses.
 func checkStorageHalf(t *testing.T, objs []object, storageNS string) {
 	t.Helper()
-	var manager *appsv1.Deployment
-	for _, o := range ofKind(objs, "Deployment") {
-		if o.Name == managerName {
-			manager = &appsv1.Deployment{}
-			o.decode(t, manager)
-		}
-	}
-	if manager == nil {
-		t.Fatalf("no Deployment %s among %v", managerName, objs)
-	}
+	var manager appsv1.Deployment
+	decodeOne(t, objs, "Deployment", "", managerName, &manager)
 	checkManagerSidecars(t, manager.Spec.Template.Spec)
+	var node appsv1.DaemonSet
+	decodeOne(t, objs, "DaemonSet", storageNS, nodeName, &node)
+	checkNodeDaemonSet(t, &node)
+	checkDriversAndClasses(t, objs, storageNS)
+}
 
-	var node *appsv1.DaemonSet
-	for _, o := range ofKind(objs, "DaemonSet") {
-		if o.Namespace == storageNS {
-			node = &appsv1.DaemonSet{}
-			o.decode(t, node)
+// decodeOne decodes the one object of kind and name (in namespace, unless
+// empty) into into, or fails the test.
+func decodeOne(t *testing.T, objs []object, kind, namespace, name string, into any) {
+	t.Helper()
+	for _, o := range ofKind(objs, kind) {
+		if o.Name == name && (namespace == "" || o.Namespace == namespace) {
+			o.decode(t, into)
+			return
 		}
 	}
-	if node == nil {
-		t.Fatalf("no DaemonSet in the storage namespace %s among %v", storageNS, ofKind(objs, "DaemonSet"))
-	}
-	checkNodeDaemonSet(t, node)
-	checkDriversAndClasses(t, objs, storageNS)
+	t.Fatalf("no %s %s/%s among %v", kind, namespace, name, ofKind(objs, kind))
 }
 
 func checkManagerSidecars(t *testing.T, spec corev1.PodSpec) {
