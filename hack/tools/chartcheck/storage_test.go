@@ -221,10 +221,19 @@ func checkNodeDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
 	if env["NODE_NAME"] != "spec.nodeName" || env["POD_IP"] != "status.podIP" {
 		t.Errorf("replica-host must get NODE_NAME (spec.nodeName) and POD_IP (status.podIP) from the downward API; got %v", env)
 	}
-	for _, f := range []string{"node", "namespace"} {
+	for _, f := range []string{"node", "namespace", "pod-ip", "state-dir", "status-listen"} {
 		if _, ok := flagValue(host.Args, f); !ok {
 			t.Errorf("replica-host must be started with -%s (Kubernetes mode); args %v", f, host.Args)
 		}
+	}
+	if root, _ := flagValue(host.Args, "consumer-mount-root"); root != consumer {
+		t.Errorf("replica-host must read publications at csi-node's --consumer-mount-root=%s; it has -consumer-mount-root=%q", consumer, root)
+	}
+	if sd, _ := flagValue(host.Args, "state-dir"); sd == "" || mountAt(host, sd) == nil || hostPath(mountAt(host, sd)) == "" {
+		t.Errorf("replica-host keeps identity and initialisation history on host storage (seed 003): -state-dir=%s must be a hostPath mount; mounts %v", sd, host.VolumeMounts)
+	}
+	if host.ReadinessProbe == nil {
+		t.Errorf("replica-host needs a readiness probe: placement requires a ready replica-host container (seed 003)")
 	}
 
 	prov := containerNamed(spec.Containers, "csi-provisioner")
