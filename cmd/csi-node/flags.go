@@ -27,6 +27,11 @@ type pluginFlags struct {
 	metricsAddress string
 	logLevel       slog.Level
 	extraPathRoots []string
+	// registrationDir is the kubelet's plugin registration directory;
+	// empty: the plugin does not register (standalone mode, tests).
+	registrationDir string
+	// kubeletRegistrationPath is the CSI socket as the kubelet sees it.
+	kubeletRegistrationPath string
 }
 
 // nodeIDPattern: the node ID is a topology label value, so it must be one.
@@ -47,6 +52,8 @@ func parsePluginFlags(args []string, stderr io.Writer) (*pluginFlags, error) {
 	fs.StringVar(&extraRoots, "allowed-path-roots", "", "comma-separated extra roots for target and staging paths")
 	fs.StringVar(&f.mountOwner, "mount-owner-socket", "/run/cellfleet/mount-owner.sock", "unix socket of the FUSE mount owner (replicated driver)")
 	fs.StringVar(&f.metricsAddress, "metrics-address", "", "host:port serving /metrics and /healthz; empty disables")
+	fs.StringVar(&f.registrationDir, "plugin-registration-dir", "", "kubelet's plugin registration directory (<kubelet root>/plugins_registry): serve <driver>-reg.sock there so the kubelet registers the driver; empty: do not register")
+	fs.StringVar(&f.kubeletRegistrationPath, "kubelet-registration-path", "", "the CSI socket's path on the host, announced to the kubelet (default <kubelet-dir>/plugins/<driver>/csi.sock)")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -59,6 +66,9 @@ func parsePluginFlags(args []string, stderr io.Writer) (*pluginFlags, error) {
 	}
 	if extraRoots != "" {
 		f.extraPathRoots = strings.Split(extraRoots, ",")
+	}
+	if f.kubeletRegistrationPath == "" && f.driver != "" {
+		f.kubeletRegistrationPath = filepath.Join(f.kubeletDir, "plugins", f.driver, "csi.sock")
 	}
 	return f, f.validate()
 }
@@ -92,7 +102,9 @@ func (f *pluginFlags) validate() error {
 		absClean("data-root", f.dataRoot, isLocal),
 		absClean("consumer-mount-root", f.consumerRoot, false),
 		absClean("kubelet-dir", f.kubeletDir, true),
-		absClean("mount-owner-socket", f.mountOwner, !isLocal))
+		absClean("mount-owner-socket", f.mountOwner, !isLocal),
+		absClean("plugin-registration-dir", f.registrationDir, false),
+		absClean("kubelet-registration-path", f.kubeletRegistrationPath, f.registrationDir != ""))
 	for _, r := range f.extraPathRoots {
 		errs = append(errs, absClean("allowed-path-roots", r, true))
 	}

@@ -34,6 +34,11 @@ func TestPluginFlagsAreValidated(t *testing.T) {
 		{name: "consumer root on the replicated driver rejected", args: []string{"--driver=replicated.storage.eric.dev", "--node-id=n",
 			"--state-dir=/s", "--consumer-mount-root=/c"}, wantErr: "applies to local.storage.eric.dev only"},
 		{name: "bad log level rejected", args: append(append([]string{}, localOK...), "--log-level=loud"), wantErr: "--log-level"},
+		{name: "relative registration dir rejected", args: append(append([]string{}, localOK...), "--plugin-registration-dir=plugins_registry"),
+			wantErr: "--plugin-registration-dir"},
+		{name: "unclean kubelet registration path rejected", args: append(append([]string{}, localOK...),
+			"--plugin-registration-dir=/var/lib/kubelet/plugins_registry", "--kubelet-registration-path=/var/lib/kubelet/plugins/../csi.sock"),
+			wantErr: "--kubelet-registration-path"},
 		{name: "stray argument rejected", args: append(append([]string{}, localOK...), "extra"), wantErr: "unexpected arguments"},
 	}
 	for _, tc := range cases {
@@ -49,5 +54,21 @@ func TestPluginFlagsAreValidated(t *testing.T) {
 				t.Fatalf("flags %v must be rejected with a message containing %q, got %v", tc.args, tc.wantErr, err)
 			}
 		})
+	}
+}
+
+// TestKubeletRegistrationPathDefault: without --kubelet-registration-path the
+// kubelet is told the conventional socket under its own plugins directory.
+func TestKubeletRegistrationPathDefault(t *testing.T) {
+	f, err := parsePluginFlags([]string{"--driver=replicated.storage.eric.dev", "--node-id=node-a", "--state-dir=/s",
+		"--kubelet-dir=/var/lib/kubelet", "--plugin-registration-dir=/var/lib/kubelet/plugins_registry"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "/var/lib/kubelet/plugins/replicated.storage.eric.dev/csi.sock"; f.kubeletRegistrationPath != want {
+		t.Fatalf("kubelet registration path %q, want %q", f.kubeletRegistrationPath, want)
+	}
+	if got, want := registrationSocket(f.registrationDir, f.driver), "/var/lib/kubelet/plugins_registry/replicated.storage.eric.dev-reg.sock"; got != want {
+		t.Fatalf("registration socket %q, want %q", got, want)
 	}
 }

@@ -93,7 +93,25 @@ func runPlugin(args []string) error {
 		}
 		defer stopHTTP()
 	}
-	return server.Serve(ctx, log, socket, svc, metrics)
+	if f.registrationDir == "" {
+		return server.Serve(ctx, log, socket, svc, metrics)
+	}
+	// The registration lives as long as the CSI server: a registration
+	// socket that cannot be served stops the plugin, so the DaemonSet
+	// restarts it rather than running unregistered.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	registered := make(chan error, 1)
+	go func() {
+		err := newRegistrar(log, f, socket).run(ctx)
+		if err != nil {
+			cancel(err)
+		}
+		registered <- err
+	}()
+	serveErr := server.Serve(ctx, log, socket, svc, metrics)
+	cancel(nil)
+	return errors.Join(serveErr, <-registered)
 }
 
 // serveMetrics serves /metrics and /healthz on addr.

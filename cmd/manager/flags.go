@@ -16,6 +16,9 @@ import (
 
 type options struct {
 	metricsAddr             string
+	metricsSecure           bool
+	metricsCertDir          string
+	enableHTTP2             bool
 	probeAddr               string
 	leaderElect             bool
 	leaderElectionNamespace string
@@ -40,7 +43,14 @@ const replicaRuntimeShared = "shared"
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to (0 disables it)")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443",
+		"address the Prometheus metrics endpoint binds to (:8443 for HTTPS, :8080 with --metrics-secure=false, 0 disables it)")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true,
+		"serve metrics over HTTPS, each request authenticated (TokenReview) and authorised (SubjectAccessReview: get on /metrics) by the API server")
+	fs.StringVar(&o.metricsCertDir, "metrics-cert-path", "",
+		"directory holding tls.crt and tls.key for the metrics endpoint (default: a self-signed certificate made at start)")
+	fs.BoolVar(&o.enableHTTP2, "enable-http2", false,
+		"allow HTTP/2 on the metrics endpoint (off: HTTP/2 stream resets, CVE-2023-44487 and CVE-2023-39325)")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect one active manager through a Lease")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the Pod's namespace)")

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/cellfleet/cellfleet/internal/replica/host"
+	"github.com/cellfleet/cellfleet/internal/replica/standalone"
 )
 
 func main() {
@@ -173,7 +174,7 @@ func serve(log *slog.Logger, name string, ln net.Listener, handler http.Handler)
 }
 
 func initStandalone(args []string) error {
-	var o host.GenerateOptions
+	var o standalone.GenerateOptions
 	var capMiB uint64
 	var hb, el, lease time.Duration
 	fs := flag.NewFlagSet("init-standalone", flag.ContinueOnError)
@@ -200,7 +201,7 @@ func initStandalone(args []string) error {
 	}
 	o.Capacity = capMiB << 20
 	o.Timing.HeartbeatTimeout, o.Timing.ElectionTimeout, o.Timing.LeaderLeaseTimeout = hb, el, lease
-	g, err := host.Generate(o)
+	g, err := standalone.Generate(o)
 	if err != nil {
 		return err
 	}

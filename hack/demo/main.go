@@ -27,7 +27,7 @@ import (
 	"github.com/cellfleet/cellfleet/internal/mountowner/api"
 	"github.com/cellfleet/cellfleet/internal/replica"
 	"github.com/cellfleet/cellfleet/internal/replica/client"
-	"github.com/cellfleet/cellfleet/internal/replica/host"
+	"github.com/cellfleet/cellfleet/internal/replica/standalone"
 )
 
 func main() {
@@ -86,7 +86,7 @@ func (d *demo) run(ctx context.Context, dir string) error {
 	}
 	say("generating a volume of 3 replicas (its own CA, certificates, bearer token) in %s", abs)
 	base, status := freePorts(3), freePorts(3)
-	g, err := host.Generate(host.GenerateOptions{Dir: filepath.Join(abs, "volume"), Volume: "demo", Replicas: 3,
+	g, err := standalone.Generate(standalone.GenerateOptions{Dir: filepath.Join(abs, "volume"), Volume: "demo", Replicas: 3,
 		BasePort: base, StatusBasePort: status, Capacity: 4 << 30,
 		Timing: replica.Timing{HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
 			LeaderLeaseTimeout: 250 * time.Millisecond}})

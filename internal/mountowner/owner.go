@@ -24,7 +24,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cellfleet/cellfleet/internal/csi/durable"
+	"github.com/cellfleet/cellfleet/internal/durable"
 	"github.com/cellfleet/cellfleet/internal/fuse"
 	"github.com/cellfleet/cellfleet/internal/mountowner/api"
 	"github.com/cellfleet/cellfleet/internal/replica/client"

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/cellfleet/cellfleet/internal/durable"
 	"github.com/cellfleet/cellfleet/internal/mountowner/api"
 )
 
@@ -25,48 +26,16 @@ func (r records) path(volume string) string { return filepath.Join(r.dir, volume
 
 // write stores s durably.
 func (r records) write(s api.Session) error {
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(r.dir, "."+s.VolumeID+".*")
-	if err != nil {
+	if err := durable.WriteJSON(r.path(s.VolumeID), s); err != nil {
 		return fmt.Errorf("session record of %s: %w", s.VolumeID, err)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("session record of %s: %w", s.VolumeID, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("session record of %s: fsync: %w", s.VolumeID, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), r.path(s.VolumeID)); err != nil {
-		return fmt.Errorf("session record of %s: %w", s.VolumeID, err)
-	}
-	return r.syncDir()
+	return nil
 }
 
 // remove deletes a record durably.
 func (r records) remove(volume string) error {
-	if err := os.Remove(r.path(volume)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove session record of %s: %w", volume, err)
-	}
-	return r.syncDir()
-}
-
-func (r records) syncDir() error {
-	d, err := os.Open(r.dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", r.dir, err)
+	if err := durable.RemoveFile(r.path(volume)); err != nil {
+		return fmt.Errorf("session record of %s: %w", volume, err)
 	}
 	return nil
 }

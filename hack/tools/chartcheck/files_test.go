@@ -39,6 +39,9 @@ func TestChartShipsExactlyTheGeneratedCRDs(t *testing.T) {
 func TestChartCarriesTheGeneratedRoleFiles(t *testing.T) {
 	var want []string
 	for _, f := range roleFiles {
+		if f.copyName == "" {
+			continue // the chart writes this role itself; rbac_test.go compares its rules
+		}
 		want = append(want, f.copyName)
 		if !bytes.Equal(readFile(t, repoPath(f.source...)), readFile(t, filepath.Join(chartDir(), "files", "rbac", f.copyName))) {
 			t.Errorf("charts/cellfleet/files/rbac/%s differs from %s: run make chart-sync", f.copyName, filepath.Join(f.source...))

@@ -182,8 +182,22 @@ func checkNodeDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
 	if m := mountAt(local, "/dev/fuse"); m == nil || hostPath(m) != "/dev/fuse" {
 		t.Errorf("csi-node must mount the host's /dev/fuse; mounts %v", local.VolumeMounts)
 	}
-	if m := mountAt(local, pluginsRegistry); m == nil || hostPath(m) != pluginsRegistry {
-		t.Errorf("csi-node registers its driver with kubelet itself: it must mount the host's %s; mounts %v", pluginsRegistry, local.VolumeMounts)
+	for _, name := range []string{"csi-node", "csi-node-replicated"} {
+		c := containerNamed(spec.Containers, name)
+		if c == nil {
+			t.Errorf("the NODE DaemonSet must run %s", name)
+			continue
+		}
+		if m := mountAt(c, pluginsRegistry); m == nil || hostPath(m) != pluginsRegistry {
+			t.Errorf("%s registers its driver with kubelet itself: it must mount the host's %s; mounts %v", name, pluginsRegistry, c.VolumeMounts)
+		}
+		ep, _ := flagValue(c.Args, "endpoint")
+		dir, _ := flagValue(c.Args, "plugin-registration-dir")
+		path, _ := flagValue(c.Args, "kubelet-registration-path")
+		if dir != pluginsRegistry || "unix://"+path != ep {
+			t.Errorf("%s must register with --plugin-registration-dir=%s and announce its --endpoint %s as --kubelet-registration-path; got %q, %q",
+				name, pluginsRegistry, ep, dir, path)
+		}
 	}
 	consumer, ok := flagValue(local.Args, "consumer-mount-root")
 	if !ok || consumer == "" {

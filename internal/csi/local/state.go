@@ -4,7 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 
-	"github.com/cellfleet/cellfleet/internal/csi/durable"
+	"github.com/cellfleet/cellfleet/internal/durable"
 )
 
 // volume is one provisioned backing volume.

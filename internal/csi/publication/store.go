@@ -2,7 +2,6 @@ package publication
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cellfleet/cellfleet/internal/csi/durable"
+	"github.com/cellfleet/cellfleet/internal/durable"
 )
 
 // Record is the durable claim of one exclusive publication.
@@ -134,12 +133,8 @@ func (s *Store) Delete(volumeID string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	err := os.Remove(filepath.Join(s.dir, volumeID+".json"))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove publication record of %s: %w", volumeID, err)
-	}
-	if err := durable.SyncDir(s.dir); err != nil {
-		return err
+	if err := durable.RemoveFile(filepath.Join(s.dir, volumeID+".json")); err != nil {
+		return fmt.Errorf("publication record of %s: %w", volumeID, err)
 	}
 	delete(s.records, volumeID)
 	return nil

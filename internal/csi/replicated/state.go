@@ -1,6 +1,6 @@
 package replicated
 
-import "github.com/cellfleet/cellfleet/internal/csi/durable"
+import "github.com/cellfleet/cellfleet/internal/durable"
 
 // volume is one staged volume on this node.
 type volume struct {

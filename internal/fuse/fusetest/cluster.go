@@ -23,6 +23,7 @@ import (
 	"github.com/cellfleet/cellfleet/internal/replica"
 	"github.com/cellfleet/cellfleet/internal/replica/client"
 	"github.com/cellfleet/cellfleet/internal/replica/host"
+	"github.com/cellfleet/cellfleet/internal/replica/standalone"
 )
 
 // Build compiles the module's package pkg (e.g. "cmd/replica-host") into dir
@@ -80,7 +81,7 @@ func StartWithTiming(t testing.TB, bin string, capacity uint64, timing replica.T
 	t.Helper()
 	dir := t.TempDir()
 	base, status := freePortRange(t, 3), freePortRange(t, 3)
-	g, err := host.Generate(host.GenerateOptions{Dir: dir, Volume: "vol", Replicas: 3, BasePort: base,
+	g, err := standalone.Generate(standalone.GenerateOptions{Dir: dir, Volume: "vol", Replicas: 3, BasePort: base,
 		StatusBasePort: status, Capacity: capacity, Timing: timing})
 	if err != nil {
 		t.Fatalf("generate the volume's configuration: %v", err)

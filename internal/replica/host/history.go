@@ -29,7 +29,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/cellfleet/cellfleet/internal/csi/durable"
+	"github.com/cellfleet/cellfleet/internal/durable"
 )
 
 // RecordPhase is how far the host got in initialising a replica.

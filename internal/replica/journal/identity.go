@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/cellfleet/cellfleet/internal/durable"
 )
 
 // IdentityFile is the identity record's name in the data directory.
@@ -70,36 +72,8 @@ func WriteIdentity(dir string, id Identity) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, IdentityFile+".tmp")
-	fh, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
+	if err := durable.WriteFile(filepath.Join(dir, IdentityFile), append(b, '\n')); err != nil {
 		return fmt.Errorf("write identity record: %w", err)
-	}
-	if _, err := fh.Write(append(b, '\n')); err != nil {
-		fh.Close()
-		return fmt.Errorf("write identity record: %w", err)
-	}
-	if err := fh.Sync(); err != nil {
-		fh.Close()
-		return fmt.Errorf("sync identity record: %w", err)
-	}
-	if err := fh.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, IdentityFile)); err != nil {
-		return fmt.Errorf("install identity record: %w", err)
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
 	}
 	return nil
 }

@@ -34,6 +34,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"golang.org/x/sys/unix"
+
+	"github.com/cellfleet/cellfleet/internal/durable"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -236,7 +238,7 @@ func (l *Log) createSegment(seq uint64) (*segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create journal segment: %w", err)
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := durable.SyncDir(l.dir); err != nil {
 		f.Close()
 		return nil, err
 	}

@@ -7,8 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
+
+	"github.com/cellfleet/cellfleet/internal/durable"
 )
 
 // errNotFound is the error text hashicorp/raft expects for a missing key.
@@ -39,25 +40,10 @@ func openStable(path string) (*stableStore, error) {
 
 func (s *stableStore) writeLocked() error {
 	b, _ := json.Marshal(s.kv)
-	tmp := s.path + ".tmp"
-	fh, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
+	if err := durable.WriteFile(s.path, b); err != nil {
 		return fmt.Errorf("write journal stable store: %w", err)
 	}
-	_, err = fh.Write(b)
-	if err == nil {
-		err = fh.Sync()
-	}
-	if cerr := fh.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write journal stable store: %w", err)
-	}
-	if err := os.Rename(tmp, s.path); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(s.path))
+	return nil
 }
 
 // Set implements raft.StableStore.

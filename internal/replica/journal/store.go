@@ -14,6 +14,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"github.com/cellfleet/cellfleet/internal/durable"
 )
 
 // DefaultSegmentSize is the journal segment size.
@@ -63,7 +65,7 @@ func OpenCheckpoints(dir string, retain int, logger hclog.Logger, outbound Outbo
 	// raft creates checkpoints/snapshots without fsyncing either parent:
 	// make both entries durable before any checkpoint is relied on.
 	for _, d := range []string{filepath.Join(dir, CheckpointDir), dir} {
-		if err := syncDir(d); err != nil {
+		if err := durable.SyncDir(d); err != nil {
 			return nil, fmt.Errorf("open checkpoint store: %w", err)
 		}
 	}
@@ -99,7 +101,7 @@ func (d *durableSink) Close() error {
 	if err := d.SnapshotSink.Close(); err != nil {
 		return err
 	}
-	if err := syncDir(filepath.Join(d.dir, d.ID())); err != nil {
+	if err := durable.SyncDir(filepath.Join(d.dir, d.ID())); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", d.ID(), err)
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cellfleet/cellfleet/internal/durable"
 )
 
 // DeleteRange implements raft.LogStore for the ranges raft deletes: a
@@ -66,7 +68,7 @@ func (l *Log) truncateSuffix(min uint64) error {
 		}
 		l.segs = l.segs[:len(l.segs)-1]
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := durable.SyncDir(l.dir); err != nil {
 		return err
 	}
 	s := l.segs[len(l.segs)-1]
@@ -110,7 +112,7 @@ func (l *Log) truncatePrefix(hi uint64) error {
 		removed = true
 	}
 	if removed {
-		return syncDir(l.dir)
+		return durable.SyncDir(l.dir)
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/cellfleet/cellfleet/internal/replica"
 	"github.com/cellfleet/cellfleet/internal/replica/client"
 	"github.com/cellfleet/cellfleet/internal/replica/host"
+	"github.com/cellfleet/cellfleet/internal/replica/standalone"
 )
 
 const volume = "vol"
@@ -67,7 +68,7 @@ type cluster struct {
 	t       testing.TB
 	dir     string
 	opts    clusterOpts
-	gen     host.Generated
+	gen     standalone.Generated
 	peers   []replica.Peer // real addresses
 	status  []string       // TCP status listeners: health, readiness, metrics, read-only status
 	admin   []string       // admin API unix sockets: every /v1 request, mutations included
@@ -108,7 +109,7 @@ func startCluster(t testing.TB, o clusterOpts) *cluster {
 	c := &cluster{t: t, dir: t.TempDir(), opts: o, procs: make([]*exec.Cmd, o.replicas), proxies: map[[2]int]*proxy{},
 		env: map[int][]string{}}
 	ports := freePorts(t, 2*o.replicas)
-	gen, err := host.Generate(host.GenerateOptions{Dir: c.dir, Volume: volume, Replicas: o.replicas,
+	gen, err := standalone.Generate(standalone.GenerateOptions{Dir: c.dir, Volume: volume, Replicas: o.replicas,
 		Ports: ports[:o.replicas], StatusPorts: ports[o.replicas:], Capacity: o.capacity, Timing: o.timing})
 	if err != nil {
 		t.Fatalf("generate standalone configuration: %v", err)

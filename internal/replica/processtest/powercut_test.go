@@ -15,7 +15,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/cellfleet/cellfleet/internal/csi/durable"
+	"github.com/cellfleet/cellfleet/internal/durable"
 	"github.com/cellfleet/cellfleet/internal/replica"
 	"github.com/cellfleet/cellfleet/internal/replica/journal"
 	"github.com/cellfleet/cellfleet/internal/testfs/powercut"

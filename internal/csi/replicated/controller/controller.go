@@ -21,8 +21,9 @@
 //
 // The Kubernetes API is its only state: every answer is derived from what
 // the API holds now, so any number of retries, and a restarted manager, give
-// the same result. It must never import internal/controller/volume, the
-// node side (internal/csi/replicated's Node service) or the local driver.
+// the same result. It must never import internal/controller/volume or the
+// local driver; from internal/csi/replicated it takes only the driver's
+// name and the names NodeStage reads, never calls its Node service.
 package controller
 
 import (

@@ -1,18 +1,13 @@
 package loopowner
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
-	"math/big"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/cellfleet/cellfleet/internal/mountowner/api"
+	"github.com/cellfleet/cellfleet/internal/replica/pki"
 )
 
 // Volume-context and secret keys, as the replicated driver reads them
@@ -31,22 +26,15 @@ var (
 	caPEM  string
 )
 
-// testCA is a throwaway self-signed CA certificate (the owner's request
-// validation requires a parseable one; the loopback mount ignores it).
+// testCA is a throwaway CA certificate from the one CA builder (the owner's
+// request validation requires a parseable one; the loopback mount ignores it).
 func testCA() string {
 	caOnce.Do(func() {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		ca, err := pki.NewCA("loopowner test", 24*time.Hour)
 		if err != nil {
-			panic(err)
+			panic(fmt.Errorf("loopowner test CA: %w", err))
 		}
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "loopowner test CA"},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), IsCA: true,
-			BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-		if err != nil {
-			panic(err)
-		}
-		caPEM = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+		caPEM = string(ca.CertPEM)
 	})
 	return caPEM
 }

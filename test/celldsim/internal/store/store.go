@@ -20,6 +20,8 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+
+	"github.com/cellfleet/cellfleet/internal/durable"
 )
 
 // LogName is the record log's file name inside the state directory.
@@ -78,7 +80,7 @@ func Open(dir string) (*Store, error) {
 		f.Close()
 		return nil, fmt.Errorf("seek %s: %w", path, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -220,19 +222,6 @@ func Validate(rec Record) error {
 		return fmt.Errorf("record key is %d bytes, above the limit of %d", len(rec.Key), MaxKeyLen)
 	case len(rec.Value) > MaxValueLen:
 		return fmt.Errorf("record value is %d bytes, above the limit of %d", len(rec.Value), MaxValueLen)
-	}
-	return nil
-}
-
-// syncDir fsyncs a directory so a newly created file's entry is durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open directory %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
 	}
 	return nil
 }

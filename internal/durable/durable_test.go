@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cellfleet/cellfleet/internal/csi/durable"
+	"github.com/cellfleet/cellfleet/internal/durable"
 )
 
 type state struct {
