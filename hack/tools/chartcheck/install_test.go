@@ -106,7 +106,8 @@ func TestChartInstallsOnARealAPIServerWithSeed002Permissions(t *testing.T) {
 			{"create", "storage.k8s.io", "csistoragecapacities", storageNamespace, true, "publishes its node's capacity"},
 			{"get", "apps", "daemonsets", storageNamespace, true, "the capacity objects' owner"},
 			{"create", "storage.k8s.io", "csistoragecapacities", "default", false, "capacity only in the storage namespace"},
-			{"get", "", "secrets", storageNamespace, false, "kubelet passes mount Secrets; the node's containers read none"},
+			{"list", "", "secrets", storageNamespace, false, "Secrets by name only (kubelet passes mount Secrets; the replica host gets its replicas' by name)"},
+			{"get", "", "secrets", releaseNamespace, false, "never the CA Secrets of the manager's namespace"},
 			{"list", "", "nodes", "", false, "node deployment uses NodeGetInfo, not Node objects"},
 			{"create", "storage.eric.dev", "volumereplicas", storageNamespace, false, "only the manager creates replicas"},
 		})

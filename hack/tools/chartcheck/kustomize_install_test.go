@@ -45,6 +45,7 @@ func TestKustomizeOverlayInstallsOnARealAPIServer(t *testing.T) {
 	checkAccess(t, clientset, "NODE ServiceAccount", storageNamespace, nodeName, []access{
 		{"create", "", "persistentvolumes", "", true, "the local csi-provisioner"},
 		{"create", "storage.k8s.io", "csistoragecapacities", storageNamespace, true, "its node's capacity"},
-		{"get", "", "secrets", storageNamespace, false, "kubelet passes mount Secrets"},
+		{"list", "", "secrets", storageNamespace, false, "Secrets by name only"},
+		{"get", "", "secrets", releaseNamespace, false, "never the CA Secrets of the manager's namespace"},
 	})
 }

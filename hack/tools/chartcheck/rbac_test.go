@@ -245,10 +245,13 @@ func TestChartStorageRBACIsNarrow(t *testing.T) {
 			t.Errorf("ClusterRole %s must not read Secrets cluster-wide", k.name)
 		}
 		if b := bindings[k]; len(b.Subjects) == 1 && b.Subjects[0].Name == nodeName {
-			for _, verb := range []string{"get", "list", "watch"} {
+			for _, verb := range []string{"list", "watch"} {
 				if grants(rules, "secrets", verb) {
-					t.Errorf("%s %s/%s bound to the NODE ServiceAccount must not %s Secrets", k.kind, k.namespace, k.name, verb)
+					t.Errorf("%s %s/%s bound to the NODE ServiceAccount must not %s Secrets: it reads them by name only", k.kind, k.namespace, k.name, verb)
 				}
+			}
+			if k.kind == "ClusterRole" && grants(rules, "secrets", "get") {
+				t.Errorf("ClusterRole %s bound to the NODE ServiceAccount must not read Secrets outside the storage namespace", k.name)
 			}
 			if grants(rules, "nodes", "get") || grants(rules, "volumeattachments", "list") {
 				t.Errorf("%s %s/%s: the node provisioner needs no Node or VolumeAttachment access (node deployment uses NodeGetInfo)", k.kind, k.namespace, k.name)
