@@ -83,7 +83,7 @@ check: manifests-check lint test ## what CI runs
 
 ##@ Local cluster and qualification (docs/local-cluster.md, docs/qualification.md)
 .PHONY: images
-images: ## amd64+arm64 OCI image tarballs of manager, celldsim and pause in bin/images (hack/mkimage, no registry)
+images: ## amd64+arm64 OCI image tarballs of everything config/overlays/local runs (manager, csi-node, replica-host, celldsim, pause, the CSI sidecars) in bin/images (hack/mkimage, no registry)
 	hack/cluster/images.sh
 
 .PHONY: sidecar-images
