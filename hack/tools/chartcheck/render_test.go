@@ -32,8 +32,6 @@ const (
 	fleetName        = "cellfleet-fleet"
 	nodeName         = "cellfleet-node"
 	storageNamespace = "cellfleet-storage"
-	// metricsReaderName is the ClusterRole a scraper of the manager is bound to.
-	metricsReaderName = "cellfleet-metrics-reader"
 
 	// Render for the Kubernetes version the project targets (the one envtest
 	// runs), whatever default the helm binary was stamped with.
