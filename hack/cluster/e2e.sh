@@ -9,26 +9,42 @@
 #                      full run's record, untouched)
 #   KEEP_CLUSTER=1     leave the cluster up afterwards (make cluster-down removes it)
 #   SKIP_SMOKE=1       skip hack/cluster/smoke.sh (the cluster's own check, ~50 s)
+#   E2E_KUBECONFIG=F   run on the existing cluster of kubeconfig F instead: no local cluster is
+#                      brought up or torn down, the images must already be on its nodes (or in
+#                      its registry; docs/local-cluster.md, "Another cluster"), the summary goes
+#                      to bin/e2e-existing/summary.md, and the suites that need the local
+#                      cluster's own powers skip, saying which. E2E_MANAGER= (empty) skips
+#                      deploying the manager (one is already running); E2E_KUBECTL, E2E_AUDIT_LOG
+#                      and E2E_CELLDSIM_IMAGE_1/_2 are read by the suites (test/e2e).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/env.sh"
 root=$CLUSTER_ROOT
-summary=${E2E_SUMMARY:-$root/docs/qualification.md}
-cleanup() { [[ -n ${KEEP_CLUSTER:-} ]] || "$here/cluster-down.sh"; }
-trap cleanup EXIT
 
-"$here/images.sh"
-"$here/cluster-up.sh"
-[[ -n ${SKIP_SMOKE:-} ]] || "$here/smoke.sh"   # the cluster itself works before the operator is judged on it
-make -s -C "$root" "$root/bin/kustomize" >/dev/null
-"$root/bin/kustomize" build "$root/config/overlays/local" > "$W/manager.yaml"
+"$here/images.sh"   # the archives, and the digests the suites pin celldsim by
+if [[ -n ${E2E_KUBECONFIG:-} ]]; then
+  W=$root/bin/e2e-existing
+  mkdir -p "$W/logs"
+  summary=${E2E_SUMMARY:-$W/summary.md}
+else
+  summary=${E2E_SUMMARY:-$root/docs/qualification.md}
+  cleanup() { [[ -n ${KEEP_CLUSTER:-} ]] || "$here/cluster-down.sh"; }
+  trap cleanup EXIT
+  "$here/cluster-up.sh"
+  [[ -n ${SKIP_SMOKE:-} ]] || "$here/smoke.sh"   # the cluster itself works before the operator is judged on it
+fi
+manager=${E2E_MANAGER-$W/manager.yaml}
+if [[ $manager == "$W/manager.yaml" ]]; then
+  make -s -C "$root" "$root/bin/kustomize" >/dev/null
+  "$root/bin/kustomize" build "$root/config/overlays/local" > "$manager"
+fi
 
 args=(-count=1 -timeout=150m -v)
 [[ -n ${E2E_RUN:-} ]] && args+=(-run "$E2E_RUN")
 mkdir -p "$(dirname "$summary")"
 rm -f "$summary.new"
 rc=0
-(cd "$root/test/e2e" && E2E=1 E2E_MANAGER="$W/manager.yaml" E2E_SUMMARY="$summary.new" \
+(cd "$root/test/e2e" && E2E=1 E2E_MANAGER="$manager" E2E_SUMMARY="$summary.new" \
   go test "${args[@]}" .) 2>&1 | tee "$W/logs/e2e.log" || rc=$?
 grep -E '^(--- |=== RUN|ok|FAIL|PASS)' "$W/logs/e2e.log" | grep -v '=== RUN' || true
 # The summary replaces the previous one only when the suites wrote it (not after a build failure).

@@ -20,23 +20,25 @@ func TestMemberFaultsKeepEveryWriteAndDisk(t *testing.T) {
 	cases := []struct {
 		title, fleet string
 		fault        func(s *scenario)
+		needs        []cluster.Power
 	}{
-		{"graceful Pod delete", "q-poddel", func(s *scenario) { deletePod(s, s.member(1), nil) }},
-		{"forced Pod delete", "q-podforce", func(s *scenario) { deletePod(s, s.member(1), ptr.To(int64(0))) }},
+		{"graceful Pod delete", "q-poddel", func(s *scenario) { deletePod(s, s.member(1), nil) }, nil},
+		{"forced Pod delete", "q-podforce", func(s *scenario) { deletePod(s, s.member(1), ptr.To(int64(0))) }, nil},
 		{"every member Pod deleted at once", "q-podall", func(s *scenario) {
 			for i := range replicas {
 				deletePod(s, s.member(i), nil)
 			}
-		}},
-		{"kill -9 of the workload", "q-kill", func(s *scenario) { s.killWorkload(2) }},
+		}, nil},
+		{"kill -9 of the workload", "q-kill", func(s *scenario) { s.killWorkload(2) }, []cluster.Power{cluster.PowerHostProcesses}},
 		{"kill -9 of the workload on every member at once", "q-killall", func(s *scenario) {
 			for i := range replicas {
 				s.killWorkload(i)
 			}
-		}},
+		}, []cluster.Power{cluster.PowerHostProcesses}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.fleet, func(t *testing.T) {
+			requirePower(t, tc.needs...)
 			runScenario(t, tc.title, persistentFleet(t, tc.fleet), func(s *scenario) {
 				disks, pods, restarts := s.claimUIDs(), s.podUIDs(), s.restarts()
 				tc.fault(s)

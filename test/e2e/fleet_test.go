@@ -19,10 +19,12 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
+	"github.com/cellfleet/cellfleet/test/e2e/load"
 )
 
 const (
@@ -37,9 +39,14 @@ var zones = []string{"zone-a", "zone-b", "zone-c"}
 
 // runtimeImage returns celldsim's image pinned by digest; build 1 or 2
 // (make images packs the same binary twice with different digests).
+// E2E_CELLDSIM_IMAGE_1 and _2 name them instead, for a cluster that pulls
+// them from a registry (docs/local-cluster.md).
 func runtimeImage(t *testing.T, build int) string {
 	t.Helper()
 	requireCluster(t)
+	if ref := os.Getenv(fmt.Sprintf("E2E_CELLDSIM_IMAGE_%d", build)); ref != "" {
+		return ref
+	}
 	path := filepath.Join(env.Root, "bin", "images", fmt.Sprintf("celldsim-%d.digest", build))
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -268,9 +275,11 @@ func waitFor(ctx context.Context, t *testing.T, within time.Duration, cond func(
 	}
 }
 
-// serviceURL is the fleet's application Service as the host reaches it:
-// kube-proxy programs ClusterIPs in the host's own network namespace.
-func serviceURL(ctx context.Context, t *testing.T, name string) string {
+// serviceTarget is the fleet's application Service as this host reaches it.
+// On the local cluster kube-proxy programs ClusterIPs in the host's own
+// network namespace; any other cluster is reached through the API server's
+// Service proxy, with the kubeconfig's credentials.
+func serviceTarget(ctx context.Context, t *testing.T, name string) load.Target {
 	t.Helper()
 	svc := &corev1.Service{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: fleetNamespace, Name: name}, svc); err != nil {
@@ -279,7 +288,16 @@ func serviceURL(ctx context.Context, t *testing.T, name string) string {
 	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone || len(svc.Spec.Ports) == 0 {
 		t.Fatalf("application Service %s has no ClusterIP and port: %+v", name, svc.Spec)
 	}
-	return fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
+	port := svc.Spec.Ports[0].Port
+	if env.Local {
+		return load.Target{Base: fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, port)}
+	}
+	rt, err := rest.TransportFor(env.Config)
+	if err != nil {
+		t.Fatalf("transport to the API server's Service proxy: %v", err)
+	}
+	return load.Target{Transport: rt, Base: fmt.Sprintf("%s/api/v1/namespaces/%s/services/%s:%d/proxy",
+		strings.TrimSuffix(env.Config.Host, "/"), fleetNamespace, name, port)}
 }
 
 // deleteFleet removes the fleet and what it leaves by design (kept claims of

@@ -13,6 +13,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cellfleet/cellfleet/test/e2e/cluster"
 )
 
 // strandedTimeout covers the node going NotReady (~20 s), the taint eviction
@@ -41,6 +43,7 @@ func TestDeletedClaimIsReplacedWithAFreshDisk(t *testing.T) {
 }
 
 func TestLostVolumeIsReplacedByTheOperator(t *testing.T) {
+	requirePower(t, cluster.PowerAuditLog) // the operator's deletes are the assertion
 	runScenario(t, "lost volume replaced by the operator", persistentFleet(t, "q-lostvol"), func(s *scenario) {
 		disks := s.claimUIDs()
 		victim := s.claimOf(1)
@@ -70,6 +73,7 @@ func TestLostVolumeIsReplacedByTheOperator(t *testing.T) {
 }
 
 func TestStrandedPodOnAStoppedKubeletIsForceDeletedAndItsDiskReplaced(t *testing.T) {
+	requirePower(t, cluster.PowerDaemons, cluster.PowerHostProcesses, cluster.PowerAuditLog)
 	runScenario(t, "stopped kubelet: stranded Pod force-deleted, disk replaced", persistentFleet(t, "q-stranded"), func(s *scenario) {
 		disks := s.claimUIDs()
 		ordinal := s.memberAwayFromTheOperator()

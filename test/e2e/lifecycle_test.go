@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
+	"github.com/cellfleet/cellfleet/test/e2e/cluster"
 )
 
 func TestScaleInKeepsTheDiskAndScaleOutReattachesIt(t *testing.T) {
@@ -36,6 +37,7 @@ func TestScaleInKeepsTheDiskAndScaleOutReattachesIt(t *testing.T) {
 }
 
 func TestFleetDeletionRemovesComputeThenDisksAndKeepsTheReservation(t *testing.T) {
+	requirePower(t, cluster.PowerAuditLog) // the operator's deletes are the assertion
 	runScenario(t, "fleet deletion: compute, then disks; reservation kept", persistentFleet(t, "q-delete"), func(s *scenario) {
 		s.allow("pods/*", "persistentvolumeclaims/*", "statefulsets/*", "services/*", "poddisruptionbudgets/*")
 		disks := s.claimUIDs()

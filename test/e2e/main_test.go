@@ -10,9 +10,10 @@ import (
 	"github.com/cellfleet/cellfleet/test/e2e/cluster"
 )
 
-// The suites run only against the local cluster of `make e2e` (or a cluster
-// brought up by `make cluster-up` with the manager deployed). Without E2E=1
-// every suite skips; with it, a missing cluster fails the run loudly.
+// The suites run against the local cluster of `make e2e` (or one brought up
+// by `make cluster-up` with the manager deployed), or against any cluster
+// E2E_KUBECONFIG names (package cluster). Without E2E=1 every suite skips;
+// with it, a missing cluster fails the run loudly.
 const (
 	envEnable   = "E2E"
 	envSummary  = "E2E_SUMMARY" // write the scenario summary (markdown table) to this file
@@ -47,6 +48,18 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// requirePower skips the scenario, before it creates anything, on a cluster
+// without one of the powers it needs, and names the power.
+func requirePower(t *testing.T, powers ...cluster.Power) {
+	t.Helper()
+	c := requireCluster(t)
+	for _, p := range powers {
+		if !c.Has(p) {
+			t.Skipf("needs the local cluster of make e2e for %s; %s=%s is another cluster", p, cluster.EnvKubeconfig, c.Kubeconfig)
+		}
+	}
 }
 
 // requireCluster skips the suite unless E2E=1 (TestMain has then connected).

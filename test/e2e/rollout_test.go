@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
+	"github.com/cellfleet/cellfleet/test/e2e/cluster"
 )
 
 // rollTimeout bounds a rollout of three members.
@@ -48,6 +49,7 @@ func TestRuntimeUpgradeToANewDigestKeepsEveryWriteAndDisk(t *testing.T) {
 }
 
 func TestOperatorRestartInTheMiddleOfARolloutConverges(t *testing.T) {
+	requirePower(t, cluster.PowerHostProcesses) // kill -9 of the operator
 	runScenario(t, "operator restart mid-rollout", persistentFleet(t, "q-oprollout"), func(s *scenario) {
 		disks, pods := s.claimUIDs(), s.podUIDs()
 		updateFleet(s.ctx, t, s.name, func(f *celldv1alpha1.CelldFleet) {
@@ -64,6 +66,7 @@ func TestOperatorRestartInTheMiddleOfARolloutConverges(t *testing.T) {
 }
 
 func TestOperatorRestartInTheMiddleOfAContractionConverges(t *testing.T) {
+	requirePower(t, cluster.PowerHostProcesses) // kill -9 of the operator
 	f := persistentFleet(t, "q-opcontract")
 	// Four members on a three-node cluster need relaxed host spreading, and
 	// the two left after the contraction cannot span three zones: two zones,
@@ -98,12 +101,12 @@ func TestAdoptedOnDeleteStatefulSetRollsToRollingUpdateWithoutLosingADisk(t *tes
 			if sts.Spec.Template.Annotations == nil {
 				sts.Spec.Template.Annotations = map[string]string{}
 			}
-			sts.Spec.Template.Annotations["celld.eric.dev/legacy-release"] = "v0.0.5"
+			sts.Spec.Template.Annotations[legacyReleaseAnnotation] = "v0.0.5"
 		})
 		for i := range replicas { // OnDelete: the earlier release's Pods come from its template
 			deletePod(s, s.member(i), nil)
 		}
-		waitFor(s.ctx, t, rollTimeout, func() bool { return s.allCarry("celld.eric.dev/legacy-release") },
+		waitFor(s.ctx, t, rollTimeout, func() bool { return s.allCarry(legacyReleaseAnnotation) },
 			func() string { return "every member runs the earlier release's template" })
 		s.settle(replicas)
 		legacy := s.podUIDs()
@@ -113,7 +116,7 @@ func TestAdoptedOnDeleteStatefulSetRollsToRollingUpdateWithoutLosingADisk(t *tes
 			sts := s.statefulSet()
 			return sts.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType
 		}, func() string { return "the operator switches an adopted StatefulSet from OnDelete to RollingUpdate" })
-		waitFor(s.ctx, t, rollTimeout, func() bool { return s.allReplaced(legacy) && !s.anyCarries("celld.eric.dev/legacy-release") },
+		waitFor(s.ctx, t, rollTimeout, func() bool { return s.allReplaced(legacy) && !s.anyCarries(legacyReleaseAnnotation) },
 			func() string {
 				return "the rolling update replaces every member of the earlier release with the current template"
 			})

@@ -3,11 +3,26 @@ package e2e
 // Seed 000 "Qualification": an upgrade from v0.0.5 after its launcher retired
 // a member's disk; the member rejoins on that disk (#60). What v0.0.5 left is
 // rebuilt on the live fleet with the operator stopped: a StatefulSet with
-// OnDelete and OrderedReady (the API default), a template carrying the
-// launcher's scheduling gate, a member held by that gate, a member retired by
-// the launcher (stopped, claim kept, celldsim's startup-denial marker naming
-// that exact Pod UID on its disk), and the reservation annotation with legacy
-// fields. The operator then adopts it.
+// OnDelete and OrderedReady (the API default) whose template carries the
+// launcher's scheduling gate, every member's Pod created from that template
+// (so each carries v0.0.5's revision), a member held by that gate, a member
+// retired by the launcher (its Pod still there, stopped: celldsim's
+// startup-denial marker naming that exact Pod UID on its disk, its claim
+// kept), and the reservation annotation with legacy fields. The operator then
+// adopts it.
+//
+// The retired member's Pod still exists because that is what the marker is
+// for: it names one Pod UID, so it stops the member across the kubelet's
+// container restarts in that Pod, while a new Pod may reuse the disk (issue
+// 15). Under OnDelete nothing replaced that Pod; after the upgrade the
+// rolling update does, and the new Pod rejoins on the disk.
+//
+// Its first run (2026-12-01) built a state v0.0.5 could not leave: it retired
+// the member before swapping in the v0.0.5 StatefulSet, so the retired Pod
+// came from the operator's own template and carried the revision the
+// operator renders again. The StatefulSet controller counts such a Pod as
+// updated and never replaces it. The setup now rolls every member onto
+// v0.0.5's template first and checks each Pod carries v0.0.5's revision.
 
 import (
 	"encoding/json"
@@ -25,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
+	"github.com/cellfleet/cellfleet/test/e2e/cluster"
 )
 
 // denialMarker is celldsim's startup-denial marker (test/celldsim,
@@ -35,23 +51,21 @@ const denialMarker = "celldsim.denied-pod-uid"
 const legacyReservationState = `{"claims":{"data-q-v005-0":"x"},"strictOperations":["retire"],"lastDisruption":"2026-01-01T00:00:00Z","appliedCount":3}`
 
 func TestUpgradeFromV005RetiredMemberRejoinsOnItsDisk(t *testing.T) {
-	if os.Getenv("E2E_UPGRADE_V005") == "" {
-		// Its first run on the real cluster (2026-12-01) failed: the retired
-		// member's Pod, kept at its v0.0.5 UID by the orphaning recreation,
-		// crash-loops on its denial marker and the rolling update replaced
-		// the gated member but never that Pod within 5 minutes. The envtest
-		// case passes; the scenario (or the recreation) needs the fix
-		// before it joins make e2e (issue 15 stays open).
-		t.Skip("not yet passing on the real cluster (see the comment above); E2E_UPGRADE_V005=1 runs it")
-	}
+	// The marker is written on the volume's directory, the workload killed
+	// through /proc, the StatefulSet's recreation read from the audit log.
+	requirePower(t, cluster.PowerHostDisks, cluster.PowerHostProcesses, cluster.PowerAuditLog)
 	runScenario(t, "upgrade from v0.0.5: the retired member rejoins on its disk", persistentFleet(t, "q-v005"), func(s *scenario) {
 		disks := s.claimUIDs()
 		stopOperator(s.ctx, t)
 		defer startOperator(s.ctx, t)
 
-		retired := s.retireMember(2)
 		legacy := s.replaceWithV005StatefulSet()
+		for _, i := range []int{2, 0} { // v0.0.5 created and its launcher released these Pods
+			s.rollOntoV005(i)
+		}
+		retired := s.retireMember(2)
 		s.holdByLauncher(1)
+		s.requireV005Revision()
 		s.writeLegacyReservationState()
 		pods := s.podUIDs()
 		// The operator recreates an OrderedReady StatefulSet with its Pods orphaned.
@@ -66,9 +80,10 @@ func TestUpgradeFromV005RetiredMemberRejoinsOnItsDisk(t *testing.T) {
 		}, func() string {
 			return "the operator recreates the OrderedReady StatefulSet as Parallel with RollingUpdate (podManagementPolicy is immutable)"
 		})
-		waitFor(s.ctx, t, rollTimeout, func() bool { return s.allReplaced(pods) && !s.anyCarries("celld.eric.dev/legacy-release") },
+		waitFor(s.ctx, t, rollTimeout, func() bool { return s.allReplaced(pods) && !s.anyCarries(legacyReleaseAnnotation) },
 			func() string {
-				return "the rolling update replaces every v0.0.5 Pod, the gated and the denied one included"
+				return fmt.Sprintf("the rolling update replaces every v0.0.5 Pod, the gated and the denied one included (before %v, now %v)",
+					pods, s.podUIDs())
 			})
 		s.settle(replicas)
 		s.requireDisksRetained(disks) // nothing is replaced: the retired member is back on its old disk
@@ -91,6 +106,10 @@ func TestUpgradeFromV005RetiredMemberRejoinsOnItsDisk(t *testing.T) {
 		}
 	})
 }
+
+// legacyReleaseAnnotation marks the v0.0.5 template, so a Pod from it is told
+// from one the operator's template made.
+const legacyReleaseAnnotation = "celld.eric.dev/legacy-release"
 
 // retireMember does what the v0.0.5 launcher did to retire a member: it
 // writes the startup-denial marker naming the member's Pod UID on its disk
@@ -138,7 +157,7 @@ func (s *scenario) replaceWithV005StatefulSet() types.UID {
 	if tmpl.Annotations == nil {
 		tmpl.Annotations = map[string]string{}
 	}
-	tmpl.Annotations["celld.eric.dev/legacy-release"] = "v0.0.5"
+	tmpl.Annotations[legacyReleaseAnnotation] = "v0.0.5"
 	tmpl.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: celldv1alpha1.SchedulingGateLauncher}}
 	if err := env.Client.Create(s.ctx, legacy); err != nil {
 		s.t.Fatalf("create the v0.0.5 StatefulSet: %v", err)
@@ -158,6 +177,82 @@ func (s *scenario) replaceWithV005StatefulSet() types.UID {
 	return legacy.UID
 }
 
+// rollOntoV005 replaces a member's Pod as v0.0.5 did under OnDelete: its
+// new Pod comes from the v0.0.5 template, held by the launcher's gate until
+// the launcher releases it, and turns Ready on the member's disk.
+func (s *scenario) rollOntoV005(ordinal int) {
+	s.t.Helper()
+	old := memberPod(s.ctx, s.t, s.member(ordinal))
+	deletePod(s, old.Name, nil)
+	var held *corev1.Pod
+	waitFor(s.ctx, s.t, 2*time.Minute, func() bool {
+		p := &corev1.Pod{}
+		err := env.Client.Get(s.ctx, client.ObjectKeyFromObject(old), p)
+		held = p
+		return err == nil && p.UID != old.UID && p.DeletionTimestamp == nil && gatedByLauncher(p)
+	}, func() string { return "the v0.0.5 StatefulSet recreates " + old.Name + " held by the launcher's gate" })
+	s.releaseByLauncher(held)
+	waitFor(s.ctx, s.t, 2*time.Minute, func() bool {
+		p := memberPod(s.ctx, s.t, old.Name)
+		return p.UID == held.UID && podReady(p)
+	}, func() string { return "member " + old.Name + ", released by the launcher, is Ready on its disk" })
+}
+
+// releaseByLauncher removes the launcher's scheduling gate from the Pod, as
+// the v0.0.5 launcher did once it had configured the member.
+func (s *scenario) releaseByLauncher(p *corev1.Pod) {
+	s.t.Helper()
+	for {
+		var gates []corev1.PodSchedulingGate
+		for _, g := range p.Spec.SchedulingGates {
+			if g.Name != celldv1alpha1.SchedulingGateLauncher {
+				gates = append(gates, g)
+			}
+		}
+		p.Spec.SchedulingGates = gates
+		err := env.Client.Update(s.ctx, p)
+		if err == nil {
+			return
+		}
+		if !isConflict(err) {
+			s.t.Fatalf("release Pod %s from the launcher's gate: %v", p.Name, err)
+		}
+		p = memberPod(s.ctx, s.t, p.Name)
+	}
+}
+
+func gatedByLauncher(p *corev1.Pod) bool {
+	for _, g := range p.Spec.SchedulingGates {
+		if g.Name == celldv1alpha1.SchedulingGateLauncher {
+			return true
+		}
+	}
+	return false
+}
+
+// requireV005Revision checks the setup left what v0.0.5 could: every member
+// Pod carries the v0.0.5 StatefulSet's revision. A Pod left from the
+// operator's own template would carry the revision the operator renders
+// again, which the StatefulSet controller never replaces.
+func (s *scenario) requireV005Revision() {
+	s.t.Helper()
+	var rev string
+	waitFor(s.ctx, s.t, time.Minute, func() bool {
+		sts := s.statefulSet()
+		rev = sts.Status.UpdateRevision
+		return sts.Status.ObservedGeneration == sts.Generation && rev != ""
+	}, func() string { return "the v0.0.5 StatefulSet reports its revision" })
+	pods, err := memberPods(s.ctx, s.name)
+	if err != nil || len(pods) != replicas {
+		s.t.Fatalf("test setup: want %d v0.0.5 member Pods, got %d (%v)", replicas, len(pods), err)
+	}
+	for _, p := range pods {
+		if got := p.Labels[appsv1.ControllerRevisionHashLabelKey]; got != rev || p.Annotations[legacyReleaseAnnotation] == "" {
+			s.t.Fatalf("test setup: Pod %s must come from the v0.0.5 template (revision %s), got revision %q", p.Name, rev, got)
+		}
+	}
+}
+
 // holdByLauncher stops a member so that its next Pod comes from the v0.0.5
 // template and stays held by the launcher's scheduling gate.
 func (s *scenario) holdByLauncher(ordinal int) {
@@ -167,7 +262,7 @@ func (s *scenario) holdByLauncher(ordinal int) {
 	waitFor(s.ctx, s.t, 2*time.Minute, func() bool {
 		p := &corev1.Pod{}
 		err := env.Client.Get(s.ctx, client.ObjectKeyFromObject(old), p)
-		return err == nil && p.UID != old.UID && len(p.Spec.SchedulingGates) == 1 && p.Spec.NodeName == ""
+		return err == nil && p.UID != old.UID && gatedByLauncher(p) && p.Spec.NodeName == ""
 	}, func() string { return "the member's new Pod is held by the v0.0.5 launcher's scheduling gate" })
 }
 

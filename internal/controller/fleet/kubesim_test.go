@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,7 +52,9 @@ import (
 //     members in gated, and removed from the members in launcherReleases;
 //   - the kubelet: reports a new Pod not Ready at once, then Ready
 //     (lastTransitionTime from the fake clock)
-//     unless a member is in down or waiting on an image, and completes
+//     unless a member is in down or waiting on an image, or the Pod is in
+//     denied (its container restarts and is refused, CrashLoopBackOff), and
+//     completes
 //     graceful deletions except on nodes in deadNodes.
 //
 // Tests change the knobs, then call step to let these parts act once.
@@ -71,13 +74,18 @@ type kubeSim struct {
 	// Pod; launcherReleases are members whose gate the launcher removes.
 	gated            map[string]bool
 	launcherReleases map[string]bool
+	// denied are Pods the v0.0.5 launcher retired: its startup-denial marker
+	// names their UID, so celld refuses to start in them, restart after
+	// restart, and starts on the same disk in any newer Pod.
+	denied map[types.UID]bool
 }
 
 const revisionLabel = "controller-revision-hash"
 
 func newKubeSim(t *testing.T, c client.Client, ns string, clk *clocktesting.FakeClock) *kubeSim {
 	return &kubeSim{t: t, c: c, ns: ns, clock: clk, down: map[string]bool{}, unschedulable: map[string]bool{},
-		waiting: map[string]string{}, deadNodes: map[string]bool{}, gated: map[string]bool{}, launcherReleases: map[string]bool{}}
+		waiting: map[string]string{}, deadNodes: map[string]bool{}, gated: map[string]bool{}, launcherReleases: map[string]bool{},
+		denied: map[types.UID]bool{}}
 }
 
 // nodeOf is the node a member is bound to: one per member, zone by ordinal.
@@ -354,7 +362,11 @@ func (k *kubeSim) kubelet(ctx context.Context, p *corev1.Pod) {
 	if k.deadNodes[p.Spec.NodeName] {
 		return
 	}
-	ready := !k.down[p.Name] && k.waiting[p.Name] == ""
+	waitReason := k.waiting[p.Name]
+	if k.denied[p.UID] {
+		waitReason = "CrashLoopBackOff"
+	}
+	ready := !k.down[p.Name] && waitReason == ""
 	status := corev1.ConditionFalse
 	if ready {
 		status = corev1.ConditionTrue
@@ -369,8 +381,8 @@ func (k *kubeSim) kubelet(ctx context.Context, p *corev1.Pod) {
 		changed = true
 	}
 	var state corev1.ContainerState
-	if reason := k.waiting[p.Name]; reason != "" {
-		state.Waiting = &corev1.ContainerStateWaiting{Reason: reason}
+	if waitReason != "" {
+		state.Waiting = &corev1.ContainerStateWaiting{Reason: waitReason}
 	} else {
 		state.Running = &corev1.ContainerStateRunning{}
 	}

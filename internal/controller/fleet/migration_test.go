@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -15,13 +16,17 @@ import (
 )
 
 // v005Fleet is what v0.0.5 left behind (seed 000, Migration; issue 15): an
-// OnDelete StatefulSet with the given podManagementPolicy whose Pods its
-// launcher held by a scheduling gate; member f-0 released and Ready, member
-// f-1 stopped by the launcher and held on a Pod newer than its claim, member
-// f-2 retired (the launcher scaled the StatefulSet to 2) with its claim kept;
-// and the reservation annotation with legacy fields. It returns the claims'
-// UIDs and the reservation.
-func (fx *fixture) v005Fleet(policy appsv1.PodManagementPolicyType) (map[string]string, *celldv1alpha1.CelldStorageReservation) {
+// OnDelete StatefulSet with the given podManagementPolicy whose Pods, every
+// one from its template, its launcher held by a scheduling gate; member f-0
+// released and Ready; member f-1 stopped by the launcher and held on a Pod
+// newer than its claim; member f-2 retired by the launcher: its Pod, newer
+// than its claim, still exists and crash-loops on the startup-denial marker
+// that names its UID (the marker names one Pod so that it outlasts container
+// restarts while a new Pod may reuse the disk; under OnDelete nothing
+// replaced that Pod), its claim kept; and the reservation annotation with
+// legacy fields. It returns the claims' UIDs, the retired Pod's UID and the
+// reservation.
+func (fx *fixture) v005Fleet(policy appsv1.PodManagementPolicyType) (map[string]string, types.UID, *celldv1alpha1.CelldStorageReservation) {
 	fx.t.Helper()
 	f := persistentFleet(fx.ns, 3)
 	noPlacement(f)
@@ -32,8 +37,6 @@ func (fx *fixture) v005Fleet(policy appsv1.PodManagementPolicyType) (map[string]
 		fx.kube.launcherReleases[m] = true
 	}
 	fx.kube.until("v0.0.5 ran three Ready members", func() bool { return fx.readyMembers() == 3 })
-	fx.legacyScale(2) // the launcher retires f-2; its claim stays
-	fx.kube.until("f-2 retired", func() bool { _, ok := fx.pods()["f-2"]; return !ok })
 	claims := map[string]string{}
 	var newest time.Time
 	for n, c := range fx.claims() {
@@ -45,9 +48,23 @@ func (fx *fixture) v005Fleet(policy appsv1.PodManagementPolicyType) (map[string]
 	if len(claims) != 3 {
 		fx.t.Fatalf("test setup: v0.0.5 must leave three claims; got %v", claims)
 	}
+	// v0.0.5 ran for a while: f-2's Pod is newer than its claim.
+	wallClockPast(fx.t, newest, time.Second)
+	first := fx.pods()["f-2"].UID
+	fx.must(env.Client.Delete(fx.ctx, fx.pods()["f-2"]))
+	fx.kube.until("f-2 back in a newer Pod", func() bool {
+		p, ok := fx.pods()["f-2"]
+		return ok && p.UID != first && isReady(p)
+	})
+	// The launcher retires f-2 in that Pod.
+	retired := fx.pods()["f-2"].UID
+	fx.kube.denied[retired] = true
+	fx.kube.until("f-2 retired: its celld refused in its Pod", func() bool {
+		p, ok := fx.pods()["f-2"]
+		return ok && p.UID == retired && !isReady(p)
+	})
 	// The launcher stops f-1 and holds its next Pod, which is newer than its
 	// claim (so not "a disk created for its current Pod").
-	wallClockPast(fx.t, newest, time.Second)
 	delete(fx.kube.launcherReleases, "f-1")
 	fx.must(env.Client.Delete(fx.ctx, fx.pods()["f-1"]))
 	fx.kube.until("f-1 held by the launcher's gate", func() bool {
@@ -59,24 +76,24 @@ func (fx *fixture) v005Fleet(policy appsv1.PodManagementPolicyType) (map[string]
 		Spec: celldv1alpha1.CelldStorageReservationSpec{Bucket: "bucket-" + fx.ns,
 			Fleet: celldv1alpha1.FleetReference{Namespace: fx.ns, Name: fleetName, UID: string(f.UID)}}}
 	fx.must(env.Client.Create(fx.ctx, res))
-	// v0.0.5 ran for a while: f-1 has been held far longer than the
-	// replacement delay, and f-0 Ready as long.
+	// v0.0.5 ran for a while: f-1 has been held and f-2 refused far longer
+	// than the replacement delay, and f-0 Ready as long.
 	fx.advance(2 * testDelay)
-	return claims, res
+	return claims, retired, res
 }
 
 // TestMigrationFromV005RollsOutAndRetiredMemberRejoinsOnItsDisk proves seed
 // 000's migration for both podManagementPolicies an adopted StatefulSet may
 // have: the fleet is rolled onto RollingUpdate and the current template
-// (the gated Pod included), ends Parallel, the retired member is scaled back
-// and rejoins on its old claim, nothing is replaced (no Pod or claim delete
+// (the gated Pod and the retired one included), ends Parallel, the retired
+// member comes back in a new Pod and rejoins on its old claim, nothing is replaced (no Pod or claim delete
 // by the operator; an OrderedReady set is recreated with its Pods orphaned),
 // and the legacy reservation fields are dropped on the first write.
 func TestMigrationFromV005RollsOutAndRetiredMemberRejoinsOnItsDisk(t *testing.T) {
 	for _, policy := range []appsv1.PodManagementPolicyType{appsv1.OrderedReadyPodManagement, appsv1.ParallelPodManagement} {
 		t.Run(string(policy), func(t *testing.T) {
 			fx := newFixture(t)
-			claims, res := fx.v005Fleet(policy)
+			claims, retired, res := fx.v005Fleet(policy)
 			fx.reconcile()
 			fx.must(env.Client.Get(fx.ctx, client.ObjectKeyFromObject(res), res))
 			if v, ok := res.Annotations[celldv1alpha1.AnnotationReservationState]; ok {
@@ -91,6 +108,9 @@ func TestMigrationFromV005RollsOutAndRetiredMemberRejoinsOnItsDisk(t *testing.T)
 				if len(p.Spec.SchedulingGates) != 0 || p.Spec.Containers[0].Image != image {
 					t.Fatalf("every earlier Pod, gated or not, must be replaced on the current template; %s is not", p.Name)
 				}
+			}
+			if p := fx.pods()["f-2"]; p.UID == retired || !isReady(p) {
+				t.Fatalf("the retired member must be back, Ready, in a new Pod (retired Pod %s, now %s)", retired, p.UID)
 			}
 			for n, uid := range claims {
 				fx.requireDiskKept(n, uid) // data-f-2: the retired member rejoins on its old disk
@@ -167,15 +187,6 @@ func legacyStatefulSet(fx *fixture, f *celldv1alpha1.CelldFleet, policy appsv1.P
 		fx.t.Fatal(err)
 	}
 	return s
-}
-
-// legacyScale sets the legacy StatefulSet's replicas, as the v0.0.5 launcher
-// did.
-func (fx *fixture) legacyScale(n int32) {
-	fx.t.Helper()
-	s := fx.sts()
-	s.Spec.Replicas = ptr.To(n)
-	fx.must(env.Client.Update(fx.ctx, s))
 }
 
 // readyMembers counts the Ready Pods in the namespace.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 )
 
@@ -45,7 +44,10 @@ type auditEvent struct {
 // Deletions returns the successful deletes completed at or after since, in
 // log order.
 func (c *Cluster) Deletions(since time.Time) ([]Deletion, error) {
-	path := filepath.Join(c.StateDir, "logs", "audit.log")
+	path := c.AuditLog
+	if path == "" {
+		return nil, fmt.Errorf("no audit log on this cluster (set %s)", EnvAuditLog)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open audit log %s: %w", path, err)

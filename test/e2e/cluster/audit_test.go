@@ -32,7 +32,7 @@ func TestDeletionsKeepsOnlyCompletedSuccessfulDeletesSinceTheStart(t *testing.T)
 	if err := os.WriteFile(filepath.Join(dir, "logs", "audit.log"), []byte(log), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := &Cluster{StateDir: dir}
+	c := &Cluster{AuditLog: filepath.Join(dir, "logs", "audit.log")}
 	got, err := c.Deletions(time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,9 @@
-// Package cluster gives the qualification suites access to the local
-// multi-node cluster that hack/cluster/cluster-up.sh brings up: API clients,
-// fault injection on its daemons and workload processes, and its audit log.
+// Package cluster gives the qualification suites access to the cluster they
+// run on: API clients always; on the local multi-node cluster that
+// hack/cluster/cluster-up.sh brings up also its own powers (fault injection
+// on its daemons and workload processes, its volumes' directories, its audit
+// log). E2E_KUBECONFIG points the suites at any other cluster instead; the
+// suites that need a power that cluster lacks skip and say which.
 //
 // It owns how the suites reach the cluster and must never import the
 // operator's code: the suites judge the operator from the outside.
@@ -26,32 +29,80 @@ import (
 	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
 )
 
-// Cluster is a connection to the running local cluster.
+// Environment that points the suites at a cluster other than the local one.
+const (
+	// EnvKubeconfig names the kubeconfig of an existing cluster to run on
+	// instead of the local cluster of make e2e.
+	EnvKubeconfig = "E2E_KUBECONFIG"
+	// EnvAuditLog names that cluster's API server audit log, readable from
+	// here, when it has one (the local cluster's is always read).
+	EnvAuditLog = "E2E_AUDIT_LOG"
+	// EnvKubectl names the kubectl to use on that cluster (default: kubectl
+	// on PATH).
+	EnvKubectl = "E2E_KUBECTL"
+)
+
+// Power is something a scenario needs beyond the API server.
+type Power string
+
+// The powers only the local cluster gives: every node shares this host's
+// kernel, network namespace and filesystem, and hack/cluster runs its
+// daemons.
+const (
+	PowerHostProcesses Power = "kill -9 of a container's process through this host's /proc"
+	PowerDaemons       Power = "stopping and restarting a node's kubelet (hack/cluster/node.sh)"
+	PowerHostDisks     Power = "the local volumes' directories on this host"
+	PowerAuditLog      Power = "reading the API server's audit log (" + EnvAuditLog + " names one elsewhere)"
+)
+
+// Cluster is a connection to the cluster the suites run on.
 type Cluster struct {
 	Root       string // the repository (hack/cluster lives there)
-	StateDir   string // .cluster: kubeconfig, logs, pids
+	StateDir   string // .cluster: kubeconfig, logs, pids; "" on another cluster
 	Kubeconfig string
 	Config     *rest.Config
 	Client     client.Client
 	Kube       kubernetes.Interface
+	// Local is the local cluster of hack/cluster, with every Power.
+	Local bool
+	// AuditLog is the API server's audit log, "" when none is readable.
+	AuditLog string
+}
+
+// Has says the cluster gives the suites power p.
+func (c *Cluster) Has(p Power) bool {
+	if p == PowerAuditLog {
+		return c.AuditLog != ""
+	}
+	return c.Local
 }
 
 // Connect finds the repository from the working directory (test/e2e), reads
-// .cluster/admin.kubeconfig (CLUSTER_DIR overrides .cluster) and checks the
+// the kubeconfig (E2E_KUBECONFIG, else the local cluster's
+// .cluster/admin.kubeconfig; CLUSTER_DIR overrides .cluster) and checks the
 // API server answers.
 func Connect(ctx context.Context) (*Cluster, error) {
 	root, err := repoRoot()
 	if err != nil {
 		return nil, err
 	}
-	state := os.Getenv("CLUSTER_DIR")
-	if state == "" {
-		state = filepath.Join(root, ".cluster")
+	c := &Cluster{Root: root, Kubeconfig: os.Getenv(EnvKubeconfig), AuditLog: os.Getenv(EnvAuditLog)}
+	if c.Kubeconfig == "" {
+		c.Local = true
+		c.StateDir = os.Getenv("CLUSTER_DIR")
+		if c.StateDir == "" {
+			c.StateDir = filepath.Join(root, ".cluster")
+		}
+		c.Kubeconfig = filepath.Join(c.StateDir, "admin.kubeconfig")
+		c.AuditLog = filepath.Join(c.StateDir, "logs", "audit.log")
 	}
-	kc := filepath.Join(state, "admin.kubeconfig")
+	kc := c.Kubeconfig
 	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
 	if err != nil {
-		return nil, fmt.Errorf("no local cluster (%s): run make cluster-up or make e2e: %w", kc, err)
+		if c.Local {
+			return nil, fmt.Errorf("no local cluster (%s): run make cluster-up or make e2e, or set %s: %w", kc, EnvKubeconfig, err)
+		}
+		return nil, fmt.Errorf("read %s=%s: %w", EnvKubeconfig, kc, err)
 	}
 	cfg.QPS, cfg.Burst = 50, 100
 	scheme := runtime.NewScheme()
@@ -61,7 +112,7 @@ func Connect(ctx context.Context) (*Cluster, error) {
 	if err := celldv1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", kc, err)
 	}
@@ -72,9 +123,10 @@ func Connect(ctx context.Context) (*Cluster, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
-		return nil, fmt.Errorf("local cluster API server does not answer (%s): %w", kc, err)
+		return nil, fmt.Errorf("API server does not answer (%s): %w", kc, err)
 	}
-	return &Cluster{Root: root, StateDir: state, Kubeconfig: kc, Config: cfg, Client: c, Kube: kube}, nil
+	c.Config, c.Client, c.Kube = cfg, cl, kube
+	return c, nil
 }
 
 // repoRoot walks up from the working directory to the directory holding go.work.
@@ -95,7 +147,7 @@ func repoRoot() (string, error) {
 	}
 }
 
-// Kubectl runs the cluster's kubectl with the admin kubeconfig.
+// Kubectl runs kubectl with the cluster's kubeconfig.
 func (c *Cluster) Kubectl(ctx context.Context, args ...string) (string, error) {
 	bin, err := c.kubectlPath()
 	if err != nil {
@@ -109,8 +161,19 @@ func (c *Cluster) Kubectl(ctx context.Context, args ...string) (string, error) {
 	return string(out), nil
 }
 
-// kubectlPath reads the binary directory cluster-up.sh recorded.
+// kubectlPath is E2E_KUBECTL, else on the local cluster the binary
+// directory cluster-up.sh recorded, else kubectl on PATH.
 func (c *Cluster) kubectlPath() (string, error) {
+	if p := os.Getenv(EnvKubectl); p != "" {
+		return p, nil
+	}
+	if !c.Local {
+		p, err := exec.LookPath("kubectl")
+		if err != nil {
+			return "", fmt.Errorf("no kubectl for %s: set %s or put kubectl on PATH: %w", c.Kubeconfig, EnvKubectl, err)
+		}
+		return p, nil
+	}
 	b, err := os.ReadFile(filepath.Join(c.StateDir, "bin.env"))
 	if err != nil {
 		return "", fmt.Errorf("read %s/bin.env (written by cluster-up.sh): %w", c.StateDir, err)
@@ -124,8 +187,11 @@ func (c *Cluster) kubectlPath() (string, error) {
 }
 
 // Daemon runs hack/cluster/node.sh ACTION NAME: "kill" (SIGKILL) or "start"
-// one of the cluster's daemons, e.g. kubelet-3.
+// one of the local cluster's daemons, e.g. kubelet-3.
 func (c *Cluster) Daemon(ctx context.Context, action, name string) error {
+	if !c.Has(PowerDaemons) {
+		return fmt.Errorf("node.sh %s %s: %s needs the local cluster", action, name, PowerDaemons)
+	}
 	cmd := exec.CommandContext(ctx, filepath.Join(c.Root, "hack", "cluster", "node.sh"), action, name)
 	cmd.Env = append(os.Environ(), "CLUSTER_DIR="+c.StateDir)
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -56,9 +56,31 @@ func (l *Ledger) Entries() [][2]string {
 	return out
 }
 
+// Target is where the load goes: the base URL of the fleet's application
+// Service and the transport that reaches it (nil: plain HTTP from this host).
+type Target struct {
+	Base      string
+	Transport http.RoundTripper
+}
+
+// client reaches the target. Without a transport of its own, the writes use
+// one connection per request, so each may land on another member; reads keep
+// their connections (tens of thousands of them would otherwise exhaust this
+// host's ephemeral ports).
+func (t Target) client(timeout time.Duration, perRequest bool) *http.Client {
+	switch {
+	case t.Transport != nil:
+		return &http.Client{Timeout: timeout, Transport: t.Transport}
+	case perRequest:
+		return &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true}}
+	default:
+		return &http.Client{Timeout: timeout}
+	}
+}
+
 // Generator writes through the fleet's Service until stopped.
 type Generator struct {
-	base    string // http://host:port of the application Service
+	base    string // the application Service's base URL
 	prefix  string
 	writers int
 	pause   time.Duration
@@ -79,9 +101,9 @@ type Options struct {
 	Timeout time.Duration // bound of one write (default 5s)
 }
 
-// Start begins writing keys "<prefix>-<n>" to base (http://ip:port) and
-// returns the running generator.
-func Start(base, prefix string, ledger *Ledger, o Options) *Generator {
+// Start begins writing keys "<prefix>-<n>" to the target and returns the
+// running generator.
+func Start(target Target, prefix string, ledger *Ledger, o Options) *Generator {
 	if o.Writers <= 0 {
 		o.Writers = 2
 	}
@@ -92,8 +114,8 @@ func Start(base, prefix string, ledger *Ledger, o Options) *Generator {
 		o.Timeout = 5 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	g := &Generator{base: base, prefix: prefix, writers: o.Writers, pause: o.Pause, ledger: ledger, cancel: cancel,
-		client: &http.Client{Timeout: o.Timeout, Transport: &http.Transport{DisableKeepAlives: true}}}
+	g := &Generator{base: target.Base, prefix: prefix, writers: o.Writers, pause: o.Pause, ledger: ledger, cancel: cancel,
+		client: target.client(o.Timeout, true)}
 	for range o.Writers {
 		g.done.Go(func() { g.write(ctx) })
 	}
@@ -170,11 +192,11 @@ type Lost struct {
 	Err            error
 }
 
-// Verify reads every acknowledged record back through base. A record counts
+// Verify reads every acknowledged record back through the target. A record counts
 // as lost only after attempts reads that each failed or returned another
 // value (a read may land on a member that must ask its peers).
-func Verify(ctx context.Context, base string, ledger *Ledger, attempts int) (verified int, lost []Lost) {
-	client := &http.Client{Timeout: 5 * time.Second}
+func Verify(ctx context.Context, target Target, ledger *Ledger, attempts int) (verified int, lost []Lost) {
+	client, base := target.client(5*time.Second, false), target.Base
 	entries := ledger.Entries()
 	var mu sync.Mutex
 	work := make(chan [2]string)

@@ -55,7 +55,7 @@ func TestLedgerHoldsOnlyAcknowledgedWritesAndVerifyFindsALostOne(t *testing.T) {
 	defer srv.Close()
 
 	ledger := NewLedger()
-	g := Start(srv.URL, "t", ledger, Options{Writers: 2, Pause: time.Millisecond})
+	g := Start(Target{Base: srv.URL}, "t", ledger, Options{Writers: 2, Pause: time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := g.WaitAcknowledged(ctx, 30); err != nil {
@@ -76,7 +76,7 @@ func TestLedgerHoldsOnlyAcknowledgedWritesAndVerifyFindsALostOne(t *testing.T) {
 		t.Fatalf("ledger holds %d writes, the fleet stored %d: refused writes must not enter the ledger, and at most one unanswered write per writer may be missing from it", ledger.Len(), stored)
 	}
 
-	verified, lost := Verify(ctx, srv.URL, ledger, 2)
+	verified, lost := Verify(ctx, Target{Base: srv.URL}, ledger, 2)
 	if verified != ledger.Len() || len(lost) != 0 {
 		t.Fatalf("verify of an intact fleet: %d verified of %d, lost %v", verified, ledger.Len(), lost)
 	}
@@ -85,7 +85,7 @@ func TestLedgerHoldsOnlyAcknowledgedWritesAndVerifyFindsALostOne(t *testing.T) {
 	fleet.mu.Lock()
 	delete(fleet.data, victim)
 	fleet.mu.Unlock()
-	verified, lost = Verify(ctx, srv.URL, ledger, 2)
+	verified, lost = Verify(ctx, Target{Base: srv.URL}, ledger, 2)
 	if len(lost) != 1 || lost[0].Key != victim || verified != ledger.Len()-1 {
 		t.Fatalf("verify after losing %s: verified %d, lost %v; want exactly that write reported lost", victim, verified, lost)
 	}
