@@ -48,9 +48,10 @@ manifests-check: generate manifests ## fail when generated files are stale
 	  echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; fi
 
 .PHONY: kustomize-check
-kustomize-check: $(KUSTOMIZE) ## every kustomization builds
+kustomize-check: $(KUSTOMIZE) ## every kustomization builds; the overlays install the storage half with exactly the role files' RBAC, on a real API server
 	@for k in $$(find config -name kustomization.yaml -printf '%h\n' | sort); do \
 	  $(KUSTOMIZE) build $$k >/dev/null || { echo "kustomize build $$k failed"; exit 1; }; done
+	cd hack/tools && KUBEBUILDER_ASSETS=$(ASSETS) GOWORK=off go test -count=1 -run '^TestKustomize' ./chartcheck/ -args -kustomize=$(KUSTOMIZE) -repo=$(CURDIR)
 
 .PHONY: lint
 lint: $(STATICCHECK) ## go vet and staticcheck
@@ -82,7 +83,7 @@ check: manifests-check lint test ## what CI runs
 
 ##@ Local cluster and qualification (docs/local-cluster.md, docs/qualification.md)
 .PHONY: images
-images: ## amd64+arm64 OCI image tarballs of manager, celldsim and pause in bin/images (hack/mkimage, no registry)
+images: ## amd64+arm64 OCI image tarballs of everything config/overlays/local runs (manager, csi-node, replica-host, celldsim, pause, the CSI sidecars) in bin/images (hack/mkimage, no registry)
 	hack/cluster/images.sh
 
 .PHONY: sidecar-images
@@ -130,12 +131,14 @@ $(HELM): hack/tools/go.mod
 	$(GOTOOLS) -ldflags '$(HELM_LDFLAGS)' helm.sh/helm/v3/cmd/helm
 
 .PHONY: chart-sync
-chart-sync: ## copy the generated CRDs and RBAC rules into charts/cellfleet (after make manifests)
-	rm -f charts/cellfleet/crds/*.yaml
+# CHART_ROLES: config/rbac/<name>/role.yaml (or config/<name>/role.yaml) → files/rbac/<name>-role.yaml.
+CHART_ROLES := fleet manager volume csi-controller csi-sidecars node
+chart-sync: ## copy the generated CRDs and the role files into charts/cellfleet (after make manifests)
+	rm -f charts/cellfleet/crds/*.yaml charts/cellfleet/files/rbac/*.yaml
 	cp config/crd/bases/*.yaml charts/cellfleet/crds/
-	cp config/rbac/fleet/role.yaml charts/cellfleet/files/rbac/fleet-role.yaml
-	cp config/rbac/manager/role.yaml charts/cellfleet/files/rbac/manager-role.yaml
+	for r in $(CHART_ROLES); do src=config/rbac/$$r/role.yaml; [[ -f $$src ]] || src=config/$$r/role.yaml; \
+	  cp $$src charts/cellfleet/files/rbac/$$r-role.yaml; done
 
 .PHONY: chart-check
-chart-check: $(HELM) ## the chart lints, passes the seed's flags, refuses a delay below 1m, carries exactly the generated CRDs and RBAC, and installs on a real API server
-	cd hack/tools && KUBEBUILDER_ASSETS=$(ASSETS) GOWORK=off go test -count=1 ./chartcheck/ -args -helm=$(HELM) -repo=$(CURDIR)
+chart-check: $(HELM) $(KUSTOMIZE) ## the chart lints, passes the seed's flags, refuses a delay below 1m, carries exactly the generated CRDs and RBAC, installs the storage half, and installs on a real API server
+	cd hack/tools && KUBEBUILDER_ASSETS=$(ASSETS) GOWORK=off go test -count=1 ./chartcheck/ -args -helm=$(HELM) -kustomize=$(KUSTOMIZE) -repo=$(CURDIR)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # images.sh: `make images`. Static binaries (CGO_ENABLED=0) for linux/amd64 and linux/arm64 of
-# the manager, the celldsim test workload, the Pod sandbox (pause) and the CSI sidecars
+# the manager, the NODE DaemonSet's csi-node and replica-host, the celldsim test workload, the Pod
+# sandbox (pause) and the CSI sidecars
 # (csi-provisioner, csi-resizer, built from their pinned modules in hack/sidecars), each packed by
 # hack/mkimage (go-containerregistry, no registry, no base image) into one multi-platform OCI
 # archive under bin/images/. celldsim is packed twice (tags 1 and 2, differing only by a label)
@@ -9,12 +10,13 @@
 # cluster-up.sh imports every archive into every node. The sidecar binaries are cached under
 # bin/sidecars/<name>-<version> (cold: minutes; the version comes from the wrapper's go.mod).
 #
-#   hack/cluster/images.sh                  # manager, celldsim, pause (what the local cluster runs)
+#   hack/cluster/images.sh                  # everything config/overlays/local runs
 #   hack/cluster/images.sh pause celldsim   # only these
 #   hack/cluster/images.sh csi-provisioner csi-resizer   # the sidecars (make sidecar-images)
 #
-# The sidecars are not in the default set while no manifest runs them: cold they cost ~17 minutes
-# of CPU for both architectures, which every fresh CI machine would pay in `make e2e`.
+# The sidecars are in the default set because the manager Pod of config/overlays/local runs them
+# (its Deployment is not available without them); cold they cost ~17 minutes of CPU for both
+# architectures, cached in bin/sidecars afterwards.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${IMAGES:-$root/bin/images}
@@ -57,13 +59,19 @@ sidecar() {
   echo "$dir $version"
 }
 
-wanted=("$@"); ((${#wanted[@]})) || wanted=(manager celldsim pause)
+wanted=("$@"); ((${#wanted[@]})) || wanted=(manager csi-node replica-host celldsim pause csi-provisioner csi-resizer)
 for name in "${wanted[@]}"; do
   case $name in
     manager)
       build "$root" ./cmd/manager manager
       mapfile -t bins < <(binaries "$stage" manager)
       "$mkimage" --user "$nonroot" "${bins[@]}" localhost/cellfleet/manager:dev "$out/manager.tar" > "$out/manager.digest" ;;
+    csi-node | replica-host)
+      # Root, not nonroot: csi-node mounts (privileged) and replica-host reads the volumes the
+      # local driver created as root; neither image is run unprivileged by a user.
+      build "$root" "./cmd/$name" "$name"
+      mapfile -t bins < <(binaries "$stage" "$name")
+      "$mkimage" "${bins[@]}" "localhost/cellfleet/$name:dev" "$out/$name.tar" > "$out/$name.digest" ;;
     celldsim)
       build "$root" ./test/celldsim celldsim
       mapfile -t bins < <(binaries "$stage" celldsim)
@@ -82,7 +90,7 @@ for name in "${wanted[@]}"; do
       mapfile -t bins < <(binaries "$dir" "$name")
       "$mkimage" --user "$nonroot" --label "org.opencontainers.image.version=$version" "${bins[@]}" \
         "localhost/cellfleet/$name:$version" "$out/$name.tar" > "$out/$name.digest" ;;
-    *) echo "images: unknown image '$name' (manager, celldsim, pause, csi-provisioner, csi-resizer)" >&2; exit 2 ;;
+    *) echo "images: unknown image '$name' (manager, csi-node, replica-host, celldsim, pause, csi-provisioner, csi-resizer)" >&2; exit 2 ;;
   esac
 done
 cat "$out"/*.digest > "$out/digests"

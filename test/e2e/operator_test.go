@@ -67,10 +67,13 @@ func managerPod(ctx context.Context, t *testing.T) *corev1.Pod {
 	return nil
 }
 
-// restartCount is the manager container's restart count.
+// restartCount is the manager container's restart count. By name: the Pod
+// also runs the CSI sidecars, and kubelet reports statuses sorted by name.
 func restartCount(p *corev1.Pod) int32 {
 	for _, c := range p.Status.ContainerStatuses {
-		return c.RestartCount
+		if c.Name == "manager" {
+			return c.RestartCount
+		}
 	}
 	return 0
 }

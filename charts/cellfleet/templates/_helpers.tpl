@@ -27,6 +27,12 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: manager
 {{- end -}}
 
+{{- define "cellfleet.nodeSelectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: node
+{{- end -}}
+
 {{- define "cellfleet.labels" -}}
 app.kubernetes.io/name: {{ .Chart.Name }}
 app.kubernetes.io/instance: {{ .Release.Name }}
@@ -35,16 +41,48 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
 {{/*
-The manager image, always by digest: the seed pins an immutable image and the
-chart has no default one.
+An image reference, always by digest: the seed pins immutable images and the
+chart has no default one. Call with (list "valuesKey" .Values.<key> "what").
 */}}
-{{- define "cellfleet.image" -}}
-{{- $repo := required "image.repository is required: the chart has no default manager image" .Values.image.repository -}}
-{{- $digest := required "image.digest is required: pin the manager image by digest (sha256:<64 hex>), never by tag" .Values.image.digest -}}
+{{- define "cellfleet.imageRef" -}}
+{{- $key := index . 0 -}}
+{{- $img := index . 1 -}}
+{{- $what := index . 2 -}}
+{{- $repo := required (printf "%s.repository is required: the chart has no default %s image" $key $what) $img.repository -}}
+{{- $digest := required (printf "%s.digest is required: pin the %s image by digest (sha256:<64 hex>), never by tag" $key $what) $img.digest -}}
 {{- if not (regexMatch "^sha256:[0-9a-f]{64}$" $digest) -}}
-{{- fail (printf "image.digest=%q is not a sha256 digest (sha256:<64 lowercase hex>)" $digest) -}}
+{{- fail (printf "%s.digest=%q is not a sha256 digest (sha256:<64 lowercase hex>)" $key $digest) -}}
 {{- end -}}
 {{- printf "%s@%s" $repo $digest -}}
+{{- end -}}
+
+{{- define "cellfleet.image" -}}
+{{- include "cellfleet.imageRef" (list "image" .Values.image "manager") -}}
+{{- end -}}
+
+{{/*
+The image of one storage component: (list $ "csiNode").
+*/}}
+{{- define "cellfleet.storageImage" -}}
+{{- $root := index . 0 -}}
+{{- $name := index . 1 -}}
+{{- include "cellfleet.imageRef" (list (printf "storageImages.%s" $name) (index $root.Values.storageImages $name) $name) -}}
+{{- end -}}
+
+{{- define "cellfleet.nodeName" -}}
+{{- include "cellfleet.fullname" . }}-node
+{{- end -}}
+
+{{/*
+The storage namespace (--storage-namespace): the NODE DaemonSet, the
+VolumeReplicas, backing claims and the Secrets nodes read. It must differ from
+the release namespace, which alone holds the volumes' CA keys.
+*/}}
+{{- define "cellfleet.storageNamespace" -}}
+{{- if eq .Values.storageNamespace .Release.Namespace -}}
+{{- fail (printf "storageNamespace=%s is the release namespace: the nodes read the storage namespace's Secrets, so the volumes' CA keys would be readable by them" .Values.storageNamespace) -}}
+{{- end -}}
+{{- .Values.storageNamespace -}}
 {{- end -}}
 
 {{/*
@@ -70,15 +108,22 @@ would install a manager that crash-loops.
 {{- end -}}
 
 {{/*
-The rules of one generated role, read from files/rbac (copies of
-config/rbac/{fleet,manager}/role.yaml that `make chart-sync` keeps and `make chart-check`
-compares), so the chart grants exactly what controller-gen generated from the
-markers and nothing more (seed 002). Call with (list $ "file" "Kind").
+The rules of one role, read from files/rbac (copies of the role.yaml files under config/
+that `make chart-sync` keeps and `make chart-check` compares), so the chart
+grants exactly what the generated (or, for the upstream sidecars, the
+reviewed) roles say and nothing more (seed 002). Call with
+(list $ "file" "Kind") when the file holds one role of that kind, or
+(list $ "file" "Kind" "name" "namespace") to pick one by its name and
+namespace there ("" matches any namespace).
 */}}
 {{- define "cellfleet.generatedRules" -}}
 {{- $root := index . 0 -}}
 {{- $file := index . 1 -}}
 {{- $kind := index . 2 -}}
+{{- $name := "" -}}
+{{- $namespace := "" -}}
+{{- if gt (len .) 3 }}{{ $name = index . 3 }}{{ end -}}
+{{- if gt (len .) 4 }}{{ $namespace = index . 4 }}{{ end -}}
 {{- $content := $root.Files.Get $file -}}
 {{- if not $content -}}
 {{- fail (printf "%s is missing from the chart: run make chart-sync" $file) -}}
@@ -87,11 +132,14 @@ markers and nothing more (seed 002). Call with (list $ "file" "Kind").
 {{- range regexSplit "(?m)^---[ \t]*$" $content -1 -}}
 {{- $doc := fromYaml . -}}
 {{- if and $doc (eq (toString $doc.kind) $kind) -}}
+{{- $meta := $doc.metadata | default dict -}}
+{{- if and (or (eq $name "") (eq (toString $meta.name) $name)) (or (eq $namespace "") (eq (toString $meta.namespace) $namespace)) -}}
 {{- $rules = toYaml $doc.rules -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
 {{- if not $rules -}}
-{{- fail (printf "%s has no %s with rules: run make chart-sync" $file $kind) -}}
+{{- fail (printf "%s has no %s %s with rules: run make chart-sync" $file $kind (trimPrefix "/" (printf "%s/%s" $namespace $name))) -}}
 {{- end -}}
 {{- $rules -}}
 {{- end -}}

@@ -37,13 +37,19 @@ func TestChartShipsExactlyTheGeneratedCRDs(t *testing.T) {
 // The role files the templates read are copies of the generated ones; the
 // rendered rules are compared too (rbac_test.go), this names the fix.
 func TestChartCarriesTheGeneratedRoleFiles(t *testing.T) {
-	for copyName, source := range map[string]string{
-		"fleet-role.yaml":   filepath.Join("config", "rbac", "fleet", "role.yaml"),
-		"manager-role.yaml": filepath.Join("config", "rbac", "manager", "role.yaml"),
-	} {
-		if !bytes.Equal(readFile(t, repoPath(source)), readFile(t, filepath.Join(chartDir(), "files", "rbac", copyName))) {
-			t.Errorf("charts/cellfleet/files/rbac/%s differs from %s: run make chart-sync", copyName, source)
+	var want []string
+	for _, f := range roleFiles {
+		if f.copyName == "" {
+			continue // the chart writes this role itself; rbac_test.go compares its rules
 		}
+		want = append(want, f.copyName)
+		if !bytes.Equal(readFile(t, repoPath(f.source...)), readFile(t, filepath.Join(chartDir(), "files", "rbac", f.copyName))) {
+			t.Errorf("charts/cellfleet/files/rbac/%s differs from %s: run make chart-sync", f.copyName, filepath.Join(f.source...))
+		}
+	}
+	slices.Sort(want)
+	if got := yamlFiles(t, filepath.Join(chartDir(), "files", "rbac")); !slices.Equal(got, want) {
+		t.Errorf("charts/cellfleet/files/rbac must hold exactly %v (make chart-sync); got %v", want, got)
 	}
 }
 

@@ -21,12 +21,12 @@ func managerContainer(t *testing.T, set ...string) (image string, args map[strin
 	if d.Spec.Template.Spec.ServiceAccountName != managerName {
 		t.Errorf("the manager must run as ServiceAccount %s, the subject of every binding; got %q", managerName, d.Spec.Template.Spec.ServiceAccountName)
 	}
-	containers := d.Spec.Template.Spec.Containers
-	if len(containers) != 1 {
-		t.Fatalf("the manager Pod must have one container; got %d", len(containers))
+	manager := containerNamed(d.Spec.Template.Spec.Containers, "manager")
+	if manager == nil {
+		t.Fatalf("the manager Pod must have a container named manager; got %v", d.Spec.Template.Spec.Containers)
 	}
 	args = map[string]string{}
-	for _, a := range containers[0].Args {
+	for _, a := range manager.Args {
 		name, value, ok := strings.Cut(a, "=")
 		if !ok {
 			t.Errorf("manager arg %q must be written --flag=value so its value is unambiguous", a)
@@ -36,7 +36,7 @@ func managerContainer(t *testing.T, set ...string) (image string, args map[strin
 		}
 		args[name] = value
 	}
-	return containers[0].Image, args
+	return manager.Image, args
 }
 
 // managerFlags are the flag names cmd/manager/flags.go defines.
@@ -63,7 +63,9 @@ func TestChartPassesTheManagerFlags(t *testing.T) {
 	}{
 		{name: "defaults", want: map[string]string{
 			"--member-replacement-delay": "10m", "--fleet-namespaces": "celld", "--leader-elect": "true", "--log-level": "INFO",
+			"--storage-namespace": storageNamespace, "--manager-namespace": releaseNamespace, "--csi-controller-socket": "unix:///csi/csi.sock",
 		}},
+		{name: "another storage namespace", set: []string{"--set", "storageNamespace=st"}, want: map[string]string{"--storage-namespace": "st"}},
 		{name: "5m and two namespaces", set: []string{"--set", "memberReplacementDelay=5m", "--set", "fleetNamespaces={a,b}"}, want: map[string]string{
 			"--member-replacement-delay": "5m", "--fleet-namespaces": "a,b",
 		}},
@@ -121,6 +123,11 @@ func TestChartRefusesBadValuesAtRenderTime(t *testing.T) {
 		{name: "no fleet namespace", args: templateArgs("--set", "fleetNamespaces=null"), want: []string{"fleetNamespaces"}},
 		{name: "invalid fleet namespace", args: templateArgs("--set", "fleetNamespaces={Fleet_A}"), want: []string{"fleetNamespaces"}},
 		{name: "unknown value", args: templateArgs("--set", "memberReplacmentDelay=5m"), want: []string{"memberReplacmentDelay"}},
+		{name: "storage namespace is the release namespace", args: templateArgs("--set", "storageNamespace="+releaseNamespace),
+			want: []string{"storageNamespace=" + releaseNamespace + " is the release namespace"}},
+		{name: "no node plugin digest", args: templateArgs("--set", "storageImages.csiNode.digest="), want: []string{"storageImages.csiNode.digest is required"}},
+		{name: "resizer by tag", args: templateArgs("--set", "storageImages.csiResizer.digest=v2.3.0"), want: []string{"/storageImages/csiResizer/digest"}},
+		{name: "even replicas", args: templateArgs("--set", "replicas=2"), want: []string{"replicas"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,11 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
-
-// managerUser is the identity the installed manager runs as.
-const managerUser = "system:serviceaccount:" + releaseNamespace + ":" + managerName
 
 // access is one request the manager's ServiceAccount makes (or must never be
 // able to make), asked of the API server's RBAC authorizer.
@@ -28,39 +26,14 @@ type access struct {
 }
 
 // Installs the chart with helm on a real kube-apiserver (envtest, RBAC
-// authorization) and asks the authorizer what the manager's ServiceAccount
-// may do: the objects must be accepted as valid, and the permissions must be
-// exactly as seed 002 describes them, in every fleet namespace and nowhere else.
+// authorization) and asks the authorizer what the manager's and the NODE
+// ServiceAccounts may do: the objects must be accepted as valid (the API
+// server validates the DaemonSet's propagation against privilege, the
+// CSIDrivers and StorageClasses), and the permissions must be exactly as seed
+// 002 describes them, in every fleet namespace and nowhere else, plus the
+// storage half's roles.
 func TestChartInstallsOnARealAPIServerWithSeed002Permissions(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS must name the kube-apiserver and etcd built by hack/envtest-assets.sh: run make chart-check")
-	}
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("start the API server: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stop the API server: %v", err)
-		}
-	})
-	admin, err := env.AddUser(envtest.User{Name: "chartcheck-admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatalf("add the installing user: %v", err)
-	}
-	kubeconfig, err := admin.KubeConfig()
-	if err != nil {
-		t.Fatalf("kubeconfig of the installing user: %v", err)
-	}
-	kubeconfigPath := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
-		t.Fatalf("write kubeconfig: %v", err)
-	}
-	clientset, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatalf("client: %v", err)
-	}
+	_, kubeconfigPath, clientset := startAPIServer(t)
 	ctx := t.Context()
 
 	install := []string{"install", releaseName, chartDir(), "--kubeconfig", kubeconfigPath,
@@ -105,37 +78,53 @@ func TestChartInstallsOnARealAPIServerWithSeed002Permissions(t *testing.T) {
 			{"list", "storage.k8s.io", "storageclasses", "", true, "reads StorageClasses"},
 			{"create", "coordination.k8s.io", "leases", releaseNamespace, true, "leader election"},
 			{"create", "", "persistentvolumeclaims", "celld", false, "the StatefulSet creates claims, never the operator"},
-			{"list", "", "persistentvolumes", "", false, "no PersistentVolume access"},
-			{"list", "", "nodes", "", false, "no Node access"},
+			// Seed 002's "no PersistentVolume or Node access" is the fleet
+			// ClusterRole's (TestChartRBACIsAsNarrowAsSeed002); the manager
+			// Pod's identity also carries the storage half's roles.
+			{"create", "", "persistentvolumes", "", true, "the replicated driver's csi-provisioner sidecar in the manager Pod"},
+			{"patch", "", "persistentvolumes", "", true, "the csi-resizer sidecar in the manager Pod"},
+			{"list", "", "nodes", "", true, "the volume controller places replicas on nodes"},
+			{"create", "storage.eric.dev", "volumereplicas", storageNamespace, true, "the volume controller's replicas"},
+			{"create", "", "persistentvolumeclaims", storageNamespace, true, "the volume controller's backing claims"},
+			{"get", "", "secrets", releaseNamespace, true, "the volumes' CA Secrets, in the manager's namespace only"},
+			{"list", "", "secrets", storageNamespace, false, "Secrets by name only, never listed"},
+			{"get", "", "secrets", "", false, "no Secret access cluster-wide"},
+			{"delete", "", "persistentvolumeclaims", "default", false, "no claim deletion outside the fleet and storage namespaces"},
 			{"list", "storage.k8s.io", "volumeattachments", "", false, "no VolumeAttachment access"},
 			{"get", "", "secrets", "celld", false, "bucket credentials belong to the fleet, not the operator"},
 			{"delete", "", "pods", "default", false, "no access outside the fleet namespaces"},
 			{"delete", "celld.eric.dev", "celldfleets", "", false, "the operator never deletes a fleet"},
 			{"create", "coordination.k8s.io", "leases", "celld", false, "leader election only in the release namespace"},
 		}
-		for _, c := range cases {
-			review, err := clientset.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
-				Spec: authorizationv1.SubjectAccessReviewSpec{
-					User:   managerUser,
-					Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNamespace, "system:authenticated"},
-					ResourceAttributes: &authorizationv1.ResourceAttributes{
-						Verb: c.verb, Group: c.group, Resource: c.resource, Namespace: c.namespace,
-					},
-				},
-			}, metav1.CreateOptions{})
-			if err != nil {
-				t.Fatalf("SubjectAccessReview: %v", err)
+		checkAccess(t, clientset, "manager", releaseNamespace, managerName, cases)
+	})
+
+	t.Run("node permissions", func(t *testing.T) {
+		checkAccess(t, clientset, "NODE ServiceAccount", storageNamespace, nodeName, []access{
+			{"create", "", "persistentvolumes", "", true, "the local csi-provisioner provisions its node's claims"},
+			{"update", "", "persistentvolumeclaims", "default", true, "the selected-node handshake on any claim of the local class"},
+			{"create", "storage.k8s.io", "csistoragecapacities", storageNamespace, true, "publishes its node's capacity"},
+			{"get", "apps", "daemonsets", storageNamespace, true, "the capacity objects' owner"},
+			{"create", "storage.k8s.io", "csistoragecapacities", "default", false, "capacity only in the storage namespace"},
+			{"list", "", "secrets", storageNamespace, false, "Secrets by name only (kubelet passes mount Secrets; the replica host gets its replicas' by name)"},
+			{"get", "", "secrets", releaseNamespace, false, "never the CA Secrets of the manager's namespace"},
+			{"list", "", "nodes", "", false, "node deployment uses NodeGetInfo, not Node objects"},
+			{"create", "storage.eric.dev", "volumereplicas", storageNamespace, false, "only the manager creates replicas"},
+		})
+	})
+
+	t.Run("storage objects are accepted", func(t *testing.T) {
+		if _, err := clientset.AppsV1().DaemonSets(storageNamespace).Get(ctx, nodeName, metav1.GetOptions{}); err != nil {
+			t.Errorf("the NODE DaemonSet must be installed in %s: %v", storageNamespace, err)
+		}
+		for _, name := range []string{localDriver, replicatedDriver} {
+			if _, err := clientset.StorageV1().CSIDrivers().Get(ctx, name, metav1.GetOptions{}); err != nil {
+				t.Errorf("CSIDriver %s must be installed: %v", name, err)
 			}
-			if review.Status.Allowed != c.allowed {
-				must := "must"
-				if !c.allowed {
-					must = "must not"
-				}
-				resource := c.resource
-				if c.group != "" {
-					resource += "." + c.group
-				}
-				t.Errorf("the manager %s be able to %s %s in namespace %q (%s)", must, c.verb, resource, c.namespace, c.why)
+		}
+		for _, name := range []string{localClass, replicatedClass} {
+			if _, err := clientset.StorageV1().StorageClasses().Get(ctx, name, metav1.GetOptions{}); err != nil {
+				t.Errorf("StorageClass %s must be installed: %v", name, err)
 			}
 		}
 	})
@@ -160,14 +149,82 @@ func TestChartInstallsOnARealAPIServerWithSeed002Permissions(t *testing.T) {
 		if out, errOut, err := runHelm(t, "uninstall", releaseName, "--kubeconfig", kubeconfigPath, "--namespace", releaseNamespace); err != nil {
 			t.Fatalf("helm uninstall: %v\n%s%s", err, out, errOut)
 		}
-		for _, name := range []string{"celld", "b"} {
+		for _, name := range []string{"celld", "b", storageNamespace} {
 			ns, err := clientset.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatalf("get namespace %s: %v", name, err)
 			}
 			if ns.DeletionTimestamp != nil {
-				t.Errorf("uninstalling the chart must never delete fleet namespace %s, which holds fleets and their disks", name)
+				t.Errorf("uninstalling the chart must never delete namespace %s, which holds fleets or backing claims and their disks", name)
 			}
 		}
 	})
+}
+
+// checkAccess asks the API server's RBAC authorizer what one ServiceAccount
+// may do.
+func checkAccess(t *testing.T, clientset kubernetes.Interface, who, namespace, name string, cases []access) {
+	t.Helper()
+	for _, c := range cases {
+		review, err := clientset.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:   "system:serviceaccount:" + namespace + ":" + name,
+				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Verb: c.verb, Group: c.group, Resource: c.resource, Namespace: c.namespace,
+				},
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("SubjectAccessReview: %v", err)
+		}
+		if review.Status.Allowed != c.allowed {
+			must := "must"
+			if !c.allowed {
+				must = "must not"
+			}
+			resource := c.resource
+			if c.group != "" {
+				resource += "." + c.group
+			}
+			t.Errorf("the %s %s be able to %s %s in namespace %q (%s)", who, must, c.verb, resource, c.namespace, c.why)
+		}
+	}
+}
+
+// startAPIServer starts a real kube-apiserver and etcd (envtest, RBAC
+// authorization) for one test and returns its admin config, a kubeconfig file
+// of an installing admin user, and a client.
+func startAPIServer(t *testing.T) (*rest.Config, string, *kubernetes.Clientset) {
+	t.Helper()
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS must name the kube-apiserver and etcd built by hack/envtest-assets.sh: run make chart-check or make kustomize-check")
+	}
+	env := &envtest.Environment{}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("start the API server: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stop the API server: %v", err)
+		}
+	})
+	admin, err := env.AddUser(envtest.User{Name: "chartcheck-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatalf("add the installing user: %v", err)
+	}
+	kubeconfig, err := admin.KubeConfig()
+	if err != nil {
+		t.Fatalf("kubeconfig of the installing user: %v", err)
+	}
+	kubeconfigPath := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+		t.Fatalf("write kubeconfig: %v", err)
+	}
+	clientset, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	return cfg, kubeconfigPath, clientset
 }

@@ -20,6 +20,8 @@ import (
 var (
 	helmBin = flag.String("helm", "", "helm binary to render the chart with (make chart-check builds bin/helm)")
 	repoDir = flag.String("repo", "../../..", "root of the cellfleet checkout")
+
+	kustomizeBin = flag.String("kustomize", "", "kustomize binary to build config/ with (make builds bin/kustomize)")
 )
 
 // The release every rendering uses; the expected object names follow from it.
@@ -28,8 +30,8 @@ const (
 	releaseNamespace = "cellfleet-system"
 	managerName      = "cellfleet-manager"
 	fleetName        = "cellfleet-fleet"
-	// metricsReaderName is the ClusterRole a scraper of the manager is bound to.
-	metricsReaderName = "cellfleet-metrics-reader"
+	nodeName         = "cellfleet-node"
+	storageNamespace = "cellfleet-storage"
 
 	// Render for the Kubernetes version the project targets (the one envtest
 	// runs), whatever default the helm binary was stamped with.
@@ -41,8 +43,8 @@ const (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if *helmBin == "" {
-		fmt.Fprintln(os.Stderr, "chartcheck needs -helm=PATH: run it through `make chart-check`, which builds bin/helm")
+	if *helmBin == "" && *kustomizeBin == "" {
+		fmt.Fprintln(os.Stderr, "chartcheck needs -helm=PATH and/or -kustomize=PATH: run it through `make chart-check` or `make kustomize-check`, which build them")
 		os.Exit(2)
 	}
 	os.Exit(m.Run())
@@ -59,6 +61,9 @@ func chartDir() string { return repoPath("charts", "cellfleet") }
 // directory, so the check neither reads nor writes the user's helm state.
 func runHelm(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
+	if *helmBin == "" {
+		t.Fatal("this check renders the chart: it needs -helm=PATH (make chart-check)")
+	}
 	home := t.TempDir()
 	cmd := exec.Command(*helmBin, args...)
 	cmd.Env = append(os.Environ(),
@@ -76,20 +81,37 @@ func runHelm(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	return out.String(), errOut.String(), err
 }
 
-// imageValues are the values every rendering needs: the chart has no default
-// image.
-var imageValues = []string{"--set", "image.repository=" + testRepository, "--set", "image.digest=" + testDigest}
+// storageImageValues are the storage components' images (the chart has no
+// default image): registry.example.invalid/cellfleet/<component>@testDigest.
+var storageImageValues = func() []string {
+	var v []string
+	for _, c := range []string{"csiNode", "replicaHost", "csiProvisioner", "csiResizer"} {
+		v = append(v, "--set", "storageImages."+c+".repository="+storageImage(c), "--set", "storageImages."+c+".digest="+testDigest)
+	}
+	return v
+}()
 
-// bareTemplateArgs is `helm template` of the release with only the given
-// extra flags (--set, ...).
-func bareTemplateArgs(extra ...string) []string {
-	args := []string{"template", releaseName, chartDir(), "--namespace", releaseNamespace, "--kube-version", kubeVersion}
-	return append(args, extra...)
+// storageImage is the test repository of one storage component (a value key
+// of storageImages).
+func storageImage(component string) string {
+	repo := map[string]string{"csiNode": "csi-node", "replicaHost": "replica-host", "csiProvisioner": "csi-provisioner", "csiResizer": "csi-resizer"}[component]
+	return "registry.example.invalid/cellfleet/" + repo
 }
 
-// templateArgs is bareTemplateArgs with the test image.
+// imageValues are the values every rendering needs: the chart has no default
+// image.
+var imageValues = append([]string{"--set", "image.repository=" + testRepository, "--set", "image.digest=" + testDigest}, storageImageValues...)
+
+// bareTemplateArgs is `helm template` of the release with the storage images
+// and the given extra flags (--set, ...), but no manager image.
+func bareTemplateArgs(extra ...string) []string {
+	args := []string{"template", releaseName, chartDir(), "--namespace", releaseNamespace, "--kube-version", kubeVersion}
+	return append(append(args, storageImageValues...), extra...)
+}
+
+// templateArgs is bareTemplateArgs with the test manager image.
 func templateArgs(extra ...string) []string {
-	return bareTemplateArgs(append(append([]string{}, imageValues...), extra...)...)
+	return bareTemplateArgs(append([]string{"--set", "image.repository=" + testRepository, "--set", "image.digest=" + testDigest}, extra...)...)
 }
 
 // object is one rendered manifest: its identity and its YAML.
