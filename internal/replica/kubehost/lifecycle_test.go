@@ -39,6 +39,7 @@ import (
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 	"github.com/cellfleet/cellfleet/internal/controller/volume"
 	"github.com/cellfleet/cellfleet/internal/replica/kubehost"
+	"github.com/cellfleet/cellfleet/internal/testenv"
 )
 
 const hosts = 3
@@ -63,9 +64,15 @@ func newFixture(t *testing.T) *fixture {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
-	fx := &fixture{t: t, ctx: ctx, dir: t.TempDir(), ns: "kh-storage", managerNS: "kh-system"}
+	// The storage namespace is the generated Role's: the hosts run with it.
+	fx := &fixture{t: t, ctx: ctx, dir: t.TempDir(), ns: "cellfleet-storage", managerNS: "kh-system"}
 	for _, ns := range []string{fx.ns, fx.managerNS} {
 		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"role.yaml", "role_binding.yaml"} {
+		if err := env.ApplyFile(ctx, filepath.Join(testenv.RepoRoot(), "config", "rbac", "replica-host", f)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -129,12 +136,18 @@ func (fx *fixture) startController(ports volume.PortRange) {
 	fx.t.Cleanup(func() { cancel(); <-done })
 }
 
+// nodeUser is the NODE DaemonSet's ServiceAccount as the API server names
+// it: the hosts impersonate it, so a verb missing from the generated Role
+// fails this test rather than a cluster.
+const nodeUser = "system:serviceaccount:cellfleet-storage:cellfleet-node"
+
 func (fx *fixture) writeKubeconfig() string {
 	fx.t.Helper()
 	c := env.Config
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData, Token: c.BearerToken}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData, Token: c.BearerToken,
+		Impersonate: nodeUser}
 	cfg.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
 	cfg.CurrentContext = "envtest"
 	p := filepath.Join(fx.dir, "kubeconfig")
