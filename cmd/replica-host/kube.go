@@ -51,13 +51,13 @@ func (k *kubeFlags) register(fs *flag.FlagSet) {
 func (k *kubeFlags) validate(statusListen string) []error {
 	var errs []error
 	if k.stateDir == "" || k.consumerRoot == "" {
-		errs = append(errs, errors.New("Kubernetes mode needs -state-dir and -consumer-mount-root"))
+		errs = append(errs, errors.New("kubernetes mode needs -state-dir and -consumer-mount-root"))
 	}
 	if statusListen == "" {
-		errs = append(errs, errors.New("Kubernetes mode needs -status-listen"))
+		errs = append(errs, errors.New("kubernetes mode needs -status-listen"))
 	}
 	if k.podIP == "" {
-		errs = append(errs, errors.New("Kubernetes mode needs the Pod IP: -pod-ip or $POD_IP"))
+		errs = append(errs, errors.New("kubernetes mode needs the Pod IP: -pod-ip or $POD_IP"))
 	}
 	for name, d := range map[string]time.Duration{"heartbeat-timeout": k.heartbeat, "election-timeout": k.election,
 		"leader-lease-timeout": k.lease, "commit-timeout": k.commitT} {
