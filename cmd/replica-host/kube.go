@@ -34,7 +34,7 @@ type kubeFlags struct {
 }
 
 func (k *kubeFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&k.node, "node", os.Getenv("NODE_NAME"), "Kubernetes mode: this host's node (default $NODE_NAME, from the downward API)")
+	fs.StringVar(&k.node, "node", "", "Kubernetes mode: this host's node (default $NODE_NAME, from the downward API, when -config is not given)")
 	fs.StringVar(&k.namespace, "namespace", DefaultStorageNamespace, "Kubernetes mode: the storage namespace of the VolumeReplicas, claims, Services and Secrets")
 	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "Kubernetes mode: kubeconfig file (default: the in-cluster ServiceAccount)")
 	fs.StringVar(&k.podIP, "pod-ip", os.Getenv("POD_IP"), "Kubernetes mode: the NODE Pod's IP, published in the replicas' EndpointSlices (default $POD_IP)")
@@ -46,6 +46,14 @@ func (k *kubeFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&k.election, "election-timeout", 0, "Kubernetes mode: Raft election timeout (0: default)")
 	fs.DurationVar(&k.lease, "leader-lease-timeout", 0, "Kubernetes mode: Raft leader lease (0: default)")
 	fs.DurationVar(&k.commitT, "commit-timeout", 0, "Kubernetes mode: Raft commit timeout (0: default)")
+}
+
+// defaults fills the node from the downward API's $NODE_NAME when neither
+// mode was chosen by a flag: a standalone -config never picks it up.
+func (k *kubeFlags) defaults(config string) {
+	if k.node == "" && config == "" {
+		k.node = os.Getenv("NODE_NAME")
+	}
 }
 
 func (k *kubeFlags) validate(statusListen string) []error {

@@ -77,6 +77,7 @@ func parseRun(args []string) (runFlags, error) {
 		return f, fmt.Errorf("unknown argument %q", fs.Arg(0))
 	}
 	f.limits.RebuildBandwidth = f.bandwidthMiB << 20
+	f.kube.defaults(f.config)
 	var errs []error
 	switch {
 	case f.config == "" && f.kube.node == "":

@@ -28,6 +28,7 @@ func TestRunFlagsRejectBadValuesWithAClearMessage(t *testing.T) {
 			}
 		})
 	}
+	t.Setenv("NODE_NAME", "node-a") // a NODE Pod's environment never turns -config into Kubernetes mode
 	f, err := parseRun([]string{"-config", "host.json"})
 	if err != nil {
 		t.Fatalf("defaults must be valid: %v", err)
