@@ -32,8 +32,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
@@ -67,7 +69,8 @@ func newFixture(t *testing.T) *fixture {
 	// The storage namespace is the generated Role's: the hosts run with it.
 	fx := &fixture{t: t, ctx: ctx, dir: t.TempDir(), ns: "cellfleet-storage", managerNS: "kh-system"}
 	for _, ns := range []string{fx.ns, fx.managerNS} {
-		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		if err != nil && !apierrors.IsAlreadyExists(err) { // an earlier test of the package made it
 			t.Fatal(err)
 		}
 	}
@@ -102,6 +105,12 @@ func (fx *fixture) node(name string) {
 		fx.t.Fatal(err)
 	}
 	fx.nodes = append(fx.nodes, name)
+	// Gone after the test, so a later test's volumes are never placed on a
+	// node whose host no longer runs.
+	fx.t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), p)
+		_ = env.Client.Delete(context.Background(), n)
+	})
 }
 
 func freePort(t *testing.T, ip string) int {
@@ -117,8 +126,10 @@ func freePort(t *testing.T, ip string) int {
 // startController runs the real volume controller in-process.
 func (fx *fixture) startController(ports volume.PortRange) {
 	fx.t.Helper()
+	// Each test runs its own controller: controller-runtime's process-wide
+	// check of controller names would refuse the second.
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0"})
+		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	if err != nil {
 		fx.t.Fatal(err)
 	}
@@ -178,7 +189,7 @@ func (fx *fixture) addPodIPs() {
 }
 
 // startHosts starts one replica-host process per node on its own Pod IP.
-func (fx *fixture) startHosts() {
+func (fx *fixture) startHosts(extraArgs ...string) {
 	fx.t.Helper()
 	kubeconfig := fx.writeKubeconfig()
 	fx.addPodIPs()
@@ -201,6 +212,7 @@ func (fx *fixture) startHosts() {
 			"-status-listen", status, "-state-dir", state, "-consumer-mount-root", root, "-log-level", "info",
 			"-status-interval", "200ms", "-journal-segment-bytes", "4194304",
 			"-heartbeat-timeout", "300ms", "-election-timeout", "300ms", "-leader-lease-timeout", "150ms", "-commit-timeout", "10ms")
+		cmd.Args = append(cmd.Args, extraArgs...)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		if err := cmd.Start(); err != nil {
 			fx.t.Fatal(err)
@@ -346,31 +358,42 @@ func (fx *fixture) replicas(volumeName string) []storagev1alpha1.VolumeReplica {
 	return l.Items
 }
 
+func (fx *fixture) volume(name string, replicas int32) *storagev1alpha1.ReplicatedVolume {
+	fx.t.Helper()
+	rv := &storagev1alpha1.ReplicatedVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: storagev1alpha1.ReplicatedVolumeSpec{
+			AccessMode: storagev1alpha1.AccessReadWriteOnce, Replicas: replicas,
+			Capacity: resource.MustParse("64Mi"), BackingStorageClassName: "local-backing",
+			Source: storagev1alpha1.ClaimReference{Namespace: "app", Name: name},
+		},
+	}
+	if err := env.Client.Create(fx.ctx, rv); err != nil {
+		fx.t.Fatal(err)
+	}
+	return rv
+}
+
+// startPorts starts the controller with a replica port range beginning at
+// a port free now, so one another process holds is unlikely.
+func (fx *fixture) startPorts() {
+	fx.t.Helper()
+	base := int32(freePort(fx.t, "127.0.0.1"))
+	if base+10 > 65535 {
+		base = 40000
+	}
+	fx.startController(volume.PortRange{Base: base, Count: 10})
+}
+
 func TestThreeHostsRunAVolumeAndReleaseItOnDeletion(t *testing.T) {
 	fx := newFixture(t)
 	for i := range hosts {
 		fx.node(fmt.Sprintf("kh-node-%c", 'a'+i))
 	}
-	// Each host has its own IP; a port free now starts the range so a
-	// port another process holds is unlikely.
-	base := int32(freePort(t, "127.0.0.1"))
-	if base+10 > 65535 {
-		base = 40000
-	}
-	fx.startController(volume.PortRange{Base: base, Count: 10})
+	fx.startPorts()
 	fx.startHosts()
 
-	rv := &storagev1alpha1.ReplicatedVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: "khvol"},
-		Spec: storagev1alpha1.ReplicatedVolumeSpec{
-			AccessMode: storagev1alpha1.AccessReadWriteOnce, Replicas: hosts,
-			Capacity: resource.MustParse("64Mi"), BackingStorageClassName: "local-backing",
-			Source: storagev1alpha1.ClaimReference{Namespace: "app", Name: "data"},
-		},
-	}
-	if err := env.Client.Create(fx.ctx, rv); err != nil {
-		t.Fatal(err)
-	}
+	rv := fx.volume("khvol", hosts)
 
 	// EndpointSlices come before any publication: Raft needs them first.
 	eventually(t, time.Minute, "one EndpointSlice per replica, on its Service, before the claims are bound", func() error {
@@ -515,4 +538,53 @@ func containsString(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// A host past its worker bound hosts nothing more and says so in the
+// replica's Admitted condition; once a worker leaves, the waiting replica
+// is admitted on a later pass.
+func TestAHostPastItsWorkerBoundReportsAdmittedFalse(t *testing.T) {
+	fx := newFixture(t)
+	fx.node("kh-bound-a")
+	fx.startPorts()
+	fx.startHosts("-max-workers", "1")
+	first := fx.volume("khfirst", 1)
+	fx.playProvisionerAndPublication(first.Name, 1)
+	ready := func(name string) func() error {
+		return func() error {
+			vrs := fx.replicas(name)
+			if len(vrs) != 1 {
+				return fmt.Errorf("%d replicas of %s", len(vrs), name)
+			}
+			if c := meta.FindStatusCondition(vrs[0].Status.Conditions, storagev1alpha1.ReplicaReady.String()); c == nil || c.Status != metav1.ConditionTrue {
+				return fmt.Errorf("replica %s not Ready: %+v", vrs[0].Name, c)
+			}
+			return nil
+		}
+	}
+	eventually(t, time.Minute, "the first volume's replica Ready", ready(first.Name))
+	second := fx.volume("khsecond", 1)
+	fx.playProvisionerAndPublication(second.Name, 1)
+	eventually(t, time.Minute, "the second volume's replica held back with Admitted=False WorkerLimitReached", func() error {
+		vrs := fx.replicas(second.Name)
+		if len(vrs) != 1 {
+			return fmt.Errorf("%d replicas of %s", len(vrs), second.Name)
+		}
+		vr := vrs[0]
+		c := meta.FindStatusCondition(vr.Status.Conditions, storagev1alpha1.ReplicaAdmitted.String())
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "WorkerLimitReached" {
+			return fmt.Errorf("replica %s: Admitted %+v", vr.Name, c)
+		}
+		if vr.Status.Role != storagev1alpha1.RoleStopped {
+			return fmt.Errorf("replica %s held back reports role %q", vr.Name, vr.Status.Role)
+		}
+		return nil
+	})
+	if n := workersOn(t, fx.status[0]); n != 1 {
+		t.Fatalf("the host runs %d workers, its bound is 1", n)
+	}
+	if err := env.Client.Delete(fx.ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "the second volume's replica admitted and Ready once the first left", ready(second.Name))
 }

@@ -53,8 +53,12 @@ func (a *Agent) writeStatus(ctx context.Context, vr *storagev1alpha1.VolumeRepli
 		if st.CommitIndex > st.AppliedIndex {
 			next.Lag = int64(st.CommitIndex - st.AppliedIndex)
 		}
-		meta.SetStatusCondition(&next.Conditions, *condition(storagev1alpha1.ReplicaAdmitted, true, storagev1alpha1.ReasonAdmitted,
-			fmt.Sprintf("hosted by the replica host of node %s", a.opts.Node)))
+		if st.State == replica.ReplicaStatePending { // every start slot is taken: it waits for one
+			meta.SetStatusCondition(&next.Conditions, *condition(storagev1alpha1.ReplicaAdmitted, false, storagev1alpha1.ReasonAdmissionPending, st.Reason))
+		} else {
+			meta.SetStatusCondition(&next.Conditions, *condition(storagev1alpha1.ReplicaAdmitted, true, storagev1alpha1.ReasonAdmitted,
+				fmt.Sprintf("hosted by the replica host of node %s", a.opts.Node)))
+		}
 		if st.State != replica.ReplicaStatePending && st.State != replica.ReplicaStateStarting || !strings.Contains(st.Reason, "bind") {
 			meta.SetStatusCondition(&next.Conditions, *condition(storagev1alpha1.ReplicaPublished, true, storagev1alpha1.ReasonPublicationVisible,
 				"the backing volume's bind is visible in the replica host's mount namespace"))
