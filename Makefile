@@ -83,7 +83,7 @@ check: manifests-check lint test ## what CI runs
 
 ##@ Local cluster and qualification (docs/local-cluster.md, docs/qualification.md)
 .PHONY: images
-images: ## amd64+arm64 OCI image tarballs of everything config/overlays/local runs (manager, csi-node, replica-host, celldsim, pause, the CSI sidecars) in bin/images (hack/mkimage, no registry)
+images: ## amd64+arm64 OCI image tarballs of manager, celldsim and pause in bin/images (hack/mkimage, no registry)
 	hack/cluster/images.sh
 
 .PHONY: sidecar-images
@@ -132,7 +132,7 @@ $(HELM): hack/tools/go.mod
 
 .PHONY: chart-sync
 # CHART_ROLES: config/rbac/<name>/role.yaml (or config/<name>/role.yaml) → files/rbac/<name>-role.yaml.
-CHART_ROLES := fleet manager volume csi-controller csi-sidecars node
+CHART_ROLES := fleet manager volume csi-controller csi-sidecars node replica-host
 chart-sync: ## copy the generated CRDs and the role files into charts/cellfleet (after make manifests)
 	rm -f charts/cellfleet/crds/*.yaml charts/cellfleet/files/rbac/*.yaml
 	cp config/crd/bases/*.yaml charts/cellfleet/crds/

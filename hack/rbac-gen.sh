@@ -14,3 +14,4 @@ gen cmd/manager manager config/rbac/manager
 gen internal/controller/fleet cellfleet-fleet config/rbac/fleet
 gen internal/controller/volume cellfleet-volume config/rbac/volume
 gen internal/csi/replicated/controller cellfleet-csi-controller config/rbac/csi-controller
+gen internal/replica/kubehost cellfleet-replica-host config/rbac/replica-host

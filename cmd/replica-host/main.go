@@ -3,6 +3,8 @@
 // metrics. Without Kubernetes it runs from a standalone configuration file
 // (`replica-host -config host.json`); `replica-host init-standalone` writes
 // such files, certificates and a client configuration for a loopback volume.
+// In Kubernetes mode (`replica-host -node NAME -namespace NS`, kube.go) it
+// runs the VolumeReplicas of its node (internal/replica/kubehost).
 //
 // The status listener (TCP) serves only /healthz, /readyz, /metrics and
 // read-only worker status; the admin API's mutations are served only on a
@@ -50,6 +52,7 @@ type runFlags struct {
 	segmentSize  int
 	limits       host.Limits
 	bandwidthMiB int64
+	kube         kubeFlags
 }
 
 func parseRun(args []string) (runFlags, error) {
@@ -67,6 +70,7 @@ func parseRun(args []string) (runFlags, error) {
 	fs.IntVar(&f.limits.MaxCaptures, "max-checkpoint-captures", def.MaxCaptures, "checkpoint captures at once")
 	fs.IntVar(&f.limits.MaxRebuilds, "max-outbound-rebuilds", def.MaxRebuilds, "outbound rebuild transfers at once")
 	fs.Int64Var(&f.bandwidthMiB, "rebuild-bandwidth-mib", def.RebuildBandwidth>>20, "MiB/s shared by outbound rebuilds")
+	f.kube.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -74,9 +78,15 @@ func parseRun(args []string) (runFlags, error) {
 		return f, fmt.Errorf("unknown argument %q", fs.Arg(0))
 	}
 	f.limits.RebuildBandwidth = f.bandwidthMiB << 20
+	f.kube.defaults(f.config)
 	var errs []error
-	if f.config == "" {
-		errs = append(errs, errors.New("-config is required (Kubernetes mode comes with the volume controller)"))
+	switch {
+	case f.config == "" && f.kube.node == "":
+		errs = append(errs, errors.New("one of -config (standalone mode) or -node (Kubernetes mode) is required"))
+	case f.config != "" && f.kube.node != "":
+		errs = append(errs, errors.New("-config (standalone mode) and -node (Kubernetes mode) exclude each other"))
+	case f.kube.node != "":
+		errs = append(errs, f.kube.validate(f.statusListen)...)
 	}
 	if f.segmentSize < 1<<20 || f.segmentSize > 1<<30 {
 		errs = append(errs, fmt.Errorf("-journal-segment-bytes must be between 1 MiB and 1 GiB, got %d", f.segmentSize))
@@ -108,8 +118,10 @@ func run(args []string) error {
 	}
 	level, _ := parseLevel(f.logLevel)
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	file, err := host.LoadStandalone(f.config)
-	if err != nil {
+	var file host.StandaloneFile
+	if f.kube.node != "" {
+		file = host.StandaloneFile{StateDir: f.kube.stateDir, StatusListen: f.statusListen}
+	} else if file, err = host.LoadStandalone(f.config); err != nil {
 		return err
 	}
 	if f.statusListen != "" {
@@ -153,6 +165,12 @@ func run(args []string) error {
 	log.Info("replica host running", "status", ln.Addr().String(), "adminSocket", f.adminSocket, "workers", len(file.Workers))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if f.kube.node != "" {
+		if err := f.kube.run(ctx, h, log, stop); err != nil {
+			log.Error("Kubernetes mode stopped", "error", err)
+			stop()
+		}
+	}
 	<-ctx.Done()
 	log.Info("replica host stopping")
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

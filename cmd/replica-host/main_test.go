@@ -10,7 +10,9 @@ func TestRunFlagsRejectBadValuesWithAClearMessage(t *testing.T) {
 		args []string
 		want string
 	}{
-		"no config":         {[]string{}, "-config is required"},
+		"no mode":           {[]string{}, "one of -config (standalone mode) or -node (Kubernetes mode) is required"},
+		"both modes":        {[]string{"-config", "x", "-node", "n"}, "exclude each other"},
+		"kube without dirs": {[]string{"-node", "n", "-pod-ip", "127.0.0.1", "-status-listen", "127.0.0.1:0"}, "kubernetes mode needs -state-dir and -consumer-mount-root"},
 		"zero workers":      {[]string{"-config", "x", "-max-workers", "0"}, "max-workers must be at least 1"},
 		"negative starts":   {[]string{"-config", "x", "-max-concurrent-starts", "-1"}, "max-concurrent-starts must be at least 1"},
 		"tiny segments":     {[]string{"-config", "x", "-journal-segment-bytes", "10"}, "-journal-segment-bytes must be between"},
@@ -26,6 +28,7 @@ func TestRunFlagsRejectBadValuesWithAClearMessage(t *testing.T) {
 			}
 		})
 	}
+	t.Setenv("NODE_NAME", "node-a") // a NODE Pod's environment never turns -config into Kubernetes mode
 	f, err := parseRun([]string{"-config", "host.json"})
 	if err != nil {
 		t.Fatalf("defaults must be valid: %v", err)

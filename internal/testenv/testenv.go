@@ -10,15 +10,21 @@
 package testenv
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -125,4 +131,31 @@ func Main(m *testing.M, env **Env) {
 		}
 	}
 	os.Exit(code)
+}
+
+// ApplyFile creates every object of a YAML manifest (generated RBAC, say);
+// objects that already exist are left as they are.
+func (e *Env) ApplyFile(ctx context.Context, path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read %s (make manifests generates it): %w", path, err)
+	}
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	for {
+		var u map[string]any
+		if err := dec.Decode(&u); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("decode %s: %w", path, err)
+		}
+		if len(u) == 0 {
+			continue
+		}
+		obj := &unstructured.Unstructured{}
+		obj.SetUnstructuredContent(u)
+		if err := e.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create %s %s from %s: %w", obj.GetKind(), obj.GetName(), path, err)
+		}
+	}
 }

@@ -27,6 +27,7 @@ var roleFiles = []roleFile{
 	{copyName: "csi-controller-role.yaml", source: []string{"config", "rbac", "csi-controller", "role.yaml"}},
 	{copyName: "csi-sidecars-role.yaml", source: []string{"config", "rbac", "csi-sidecars", "role.yaml"}},
 	{copyName: "node-role.yaml", source: []string{"config", "node", "role.yaml"}, node: true},
+	{copyName: "replica-host-role.yaml", source: []string{"config", "rbac", "replica-host", "role.yaml"}, node: true},
 	{source: []string{"config", "rbac", "metrics", "metrics_reader_role.yaml"}, unbound: true},
 }
 

@@ -57,8 +57,8 @@ const (
 // Node-stage secret keys (the volume's trust Secret, passed by kubelet via
 // csi.storage.k8s.io/node-stage-secret-name/namespace).
 const (
-	SecretCA    = "ca.crt" // the volume's CA certificate, PEM
-	SecretToken = "token"  // the volume's bearer token
+	SecretCA    = "ca.crt"      // the volume's CA certificate, PEM
+	SecretToken = "mount-token" // the bearer token of mount owners (the volume controller's mount Secret key)
 )
 
 // ErrorCode classifies a refusal of the mount owner.

@@ -1,9 +1,7 @@
 package controller_test
 
 import (
-	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,8 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -112,23 +108,7 @@ func serveWith(t *testing.T, w client.Client, r client.Reader, wait time.Duratio
 // are left as they are).
 func applyManifest(t *testing.T, ctx context.Context, path string) {
 	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read %s (make manifests generates it): %v", path, err)
-	}
-	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
-	for {
-		var u map[string]any
-		if err := dec.Decode(&u); err != nil {
-			break
-		}
-		if len(u) == 0 {
-			continue
-		}
-		obj := &unstructured.Unstructured{}
-		obj.SetUnstructuredContent(u)
-		if err := env.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("create %s %s from %s: %v", obj.GetKind(), obj.GetName(), path, err)
-		}
+	if err := env.ApplyFile(ctx, path); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -15,7 +15,7 @@ import (
 const (
 	contextEndpoints = "replicated.storage.eric.dev/endpoints"
 	secretCA         = "ca.crt"
-	secretToken      = "token"
+	secretToken      = "mount-token"
 )
 
 // TestToken is the bearer token the test credentials carry.

@@ -1,0 +1,116 @@
+package main
+
+// Kubernetes mode (internal/replica/kubehost): the NODE DaemonSet's
+// replica-host container, with its own ServiceAccount (in-cluster config)
+// or -kubeconfig. The node name and Pod IP come from the downward API
+// (NODE_NAME, POD_IP) unless given as flags.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/cellfleet/cellfleet/internal/apischeme"
+	"github.com/cellfleet/cellfleet/internal/replica"
+	"github.com/cellfleet/cellfleet/internal/replica/host"
+	"github.com/cellfleet/cellfleet/internal/replica/kubehost"
+)
+
+// DefaultStorageNamespace is the volume controller's default storage namespace.
+const DefaultStorageNamespace = "cellfleet-storage"
+
+type kubeFlags struct {
+	node, namespace, kubeconfig, podIP  string
+	stateDir, consumerRoot              string
+	statusInterval, secretRefresh       time.Duration
+	heartbeat, election, lease, commitT time.Duration
+}
+
+func (k *kubeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&k.node, "node", "", "Kubernetes mode: this host's node (default $NODE_NAME, from the downward API, when -config is not given)")
+	fs.StringVar(&k.namespace, "namespace", DefaultStorageNamespace, "Kubernetes mode: the storage namespace of the VolumeReplicas, claims, Services and Secrets")
+	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "Kubernetes mode: kubeconfig file (default: the in-cluster ServiceAccount)")
+	fs.StringVar(&k.podIP, "pod-ip", os.Getenv("POD_IP"), "Kubernetes mode: the NODE Pod's IP, published in the replicas' EndpointSlices (default $POD_IP)")
+	fs.StringVar(&k.stateDir, "state-dir", "", "Kubernetes mode: host storage for the initialisation history and credentials")
+	fs.StringVar(&k.consumerRoot, "consumer-mount-root", "", "Kubernetes mode: the local driver's consumer mount root as this container sees it")
+	fs.DurationVar(&k.statusInterval, "status-interval", kubehost.DefaultStatusInterval, "Kubernetes mode: how often each replica's status is refreshed")
+	fs.DurationVar(&k.secretRefresh, "secret-refresh", kubehost.DefaultSecretRefresh, "Kubernetes mode: how often each replica's Secret is read again")
+	fs.DurationVar(&k.heartbeat, "heartbeat-timeout", 0, "Kubernetes mode: Raft heartbeat timeout (0: hashicorp/raft default)")
+	fs.DurationVar(&k.election, "election-timeout", 0, "Kubernetes mode: Raft election timeout (0: default)")
+	fs.DurationVar(&k.lease, "leader-lease-timeout", 0, "Kubernetes mode: Raft leader lease (0: default)")
+	fs.DurationVar(&k.commitT, "commit-timeout", 0, "Kubernetes mode: Raft commit timeout (0: default)")
+}
+
+// defaults fills the node from the downward API's $NODE_NAME when neither
+// mode was chosen by a flag: a standalone -config never picks it up.
+func (k *kubeFlags) defaults(config string) {
+	if k.node == "" && config == "" {
+		k.node = os.Getenv("NODE_NAME")
+	}
+}
+
+func (k *kubeFlags) validate(statusListen string) []error {
+	var errs []error
+	if k.stateDir == "" || k.consumerRoot == "" {
+		errs = append(errs, errors.New("kubernetes mode needs -state-dir and -consumer-mount-root"))
+	}
+	if statusListen == "" {
+		errs = append(errs, errors.New("kubernetes mode needs -status-listen"))
+	}
+	if k.podIP == "" {
+		errs = append(errs, errors.New("kubernetes mode needs the Pod IP: -pod-ip or $POD_IP"))
+	}
+	for name, d := range map[string]time.Duration{"heartbeat-timeout": k.heartbeat, "election-timeout": k.election,
+		"leader-lease-timeout": k.lease, "commit-timeout": k.commitT} {
+		if d < 0 || d > time.Minute {
+			errs = append(errs, fmt.Errorf("-%s must be between 0 and 1m, got %s", name, d))
+		}
+	}
+	return errs
+}
+
+func (k *kubeFlags) restConfig() (*rest.Config, error) {
+	if k.kubeconfig != "" {
+		c, err := clientcmd.BuildConfigFromFlags("", k.kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", k.kubeconfig, err)
+		}
+		return c, nil
+	}
+	c, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("in-cluster config (or pass -kubeconfig): %w", err)
+	}
+	return c, nil
+}
+
+// run starts the Kubernetes mode in the background; it returns an error
+// when it cannot start, and calls stop when it ends on an error, so the
+// process exits (and the kubelet restarts it) instead of serving unwatched.
+func (k *kubeFlags) run(ctx context.Context, h *host.Host, log *slog.Logger, stop func()) error {
+	cfg, err := k.restConfig()
+	if err != nil {
+		return err
+	}
+	scheme, err := apischeme.New()
+	if err != nil {
+		return err
+	}
+	opts := kubehost.Options{Node: k.node, Namespace: k.namespace, PodIP: k.podIP, ConsumerRoot: k.consumerRoot,
+		StateDir: k.stateDir, StatusInterval: k.statusInterval, SecretRefresh: k.secretRefresh, Logger: log,
+		Timing: replica.Timing{HeartbeatTimeout: k.heartbeat, ElectionTimeout: k.election, LeaderLeaseTimeout: k.lease, CommitTimeout: k.commitT}}
+	go func() {
+		if err := kubehost.Run(ctx, cfg, scheme, h, opts); err != nil {
+			log.Error("Kubernetes mode stopped", "error", err)
+			stop()
+		}
+	}()
+	return nil
+}

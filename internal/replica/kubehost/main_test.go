@@ -1,0 +1,48 @@
+package kubehost_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/cellfleet/cellfleet/internal/testenv"
+)
+
+var (
+	env        *testenv.Env
+	hostBinary string
+)
+
+// TestMain builds the real replica-host binary (the tests run it as
+// processes, one per "node") and starts one real API server.
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "kubehost-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	hostBinary = filepath.Join(dir, "replica-host")
+	build := exec.Command("go", "build", "-o", hostBinary, "github.com/cellfleet/cellfleet/cmd/replica-host")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building replica-host for the Kubernetes-mode tests failed:", err)
+		return 1
+	}
+	if env, err = testenv.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		return 1
+	}
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
