@@ -82,7 +82,7 @@ func (s *scenario) restarts() map[string]int32 {
 	}
 	out := map[string]int32{}
 	for i := range pods {
-		out[pods[i].Name] = restartCount(&pods[i])
+		out[pods[i].Name] = restartCount(&pods[i], memberContainer)
 	}
 	return out
 }

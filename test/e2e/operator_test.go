@@ -67,11 +67,19 @@ func managerPod(ctx context.Context, t *testing.T) *corev1.Pod {
 	return nil
 }
 
-// restartCount is the manager container's restart count. By name: the Pod
-// also runs the CSI sidecars, and kubelet reports statuses sorted by name.
-func restartCount(p *corev1.Pod) int32 {
+// The containers whose restarts the scenarios count: the manager's (its Pod
+// also runs the CSI sidecars) and a member's (internal/controller/fleet
+// renders it as "celld").
+const (
+	managerContainer = "manager"
+	memberContainer  = "celld"
+)
+
+// restartCount is a container's restart count, found by name: kubelet
+// reports a Pod's container statuses sorted by name, not in spec order.
+func restartCount(p *corev1.Pod, container string) int32 {
 	for _, c := range p.Status.ContainerStatuses {
-		if c.Name == "manager" {
+		if c.Name == container {
 			return c.RestartCount
 		}
 	}
@@ -83,7 +91,7 @@ func restartCount(p *corev1.Pod) int32 {
 func killOperator(ctx context.Context, t *testing.T) {
 	t.Helper()
 	p := managerPod(ctx, t)
-	before := restartCount(p)
+	before := restartCount(p, managerContainer)
 	if err := cluster.KillContainerProcess(p.UID, "manager"); err != nil {
 		t.Fatalf("kill -9 the operator: %v", err)
 	}
@@ -92,7 +100,7 @@ func killOperator(ctx context.Context, t *testing.T) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), q); err != nil {
 			return false
 		}
-		return restartCount(q) > before && podReady(q)
+		return restartCount(q, managerContainer) > before && podReady(q)
 	}, func() string { return "the operator's container restarts after kill -9 and turns Ready" })
 }
 

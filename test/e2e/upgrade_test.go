@@ -125,11 +125,11 @@ func (s *scenario) retireMember(ordinal int) types.UID {
 	if err := os.WriteFile(filepath.Join(pv.Spec.Local.Path, denialMarker), []byte(string(p.UID)+"\n"), 0o644); err != nil {
 		s.t.Fatalf("write the startup-denial marker on %s's disk: %v", p.Name, err)
 	}
-	before := restartCount(p)
+	before := restartCount(p, memberContainer)
 	s.killWorkload(ordinal)
 	waitFor(s.ctx, s.t, 3*time.Minute, func() bool {
 		now := memberPod(s.ctx, s.t, p.Name)
-		return now.UID == p.UID && restartCount(now) >= before+2 && !podReady(now)
+		return now.UID == p.UID && restartCount(now, memberContainer) >= before+2 && !podReady(now)
 	}, func() string {
 		return "celldsim refuses to start, restart after restart, in the Pod its disk's denial marker names"
 	})
