@@ -28,8 +28,9 @@ var _ = ginkgo.ReportAfterSuite("cellfleet summary", func(r ginkgo.Report) {
 // target: csi-sanity's Controller specs against this controller, the volume
 // controller and replica hosts, with nothing played by the test.
 func TestControllerPassesCSISanityWithTheVolumeController(t *testing.T) {
-	t.Skip("needs the volume controller (internal/controller/volume, wip/volctl) and replica hosts, which are not in this " +
-		"branch: without them no ReplicatedVolume becomes Placed and Ready, so every CreateVolume answers ABORTED; " +
+	t.Skip("needs the whole stack: the volume controller places replicas, but the replica hosts wait for their backing " +
+		"volumes' publication, which the host does not yet ask the local driver for (issue 12), so no ReplicatedVolume " +
+		"becomes Ready and every CreateVolume answers ABORTED; " +
 		"TestControllerPassesCSISanityWithStandInVolumeController runs the same specs with the test writing that status " +
 		"(ginkgo runs one suite per process, so the two cannot both run in one package run)")
 }
