@@ -89,6 +89,7 @@ var testSupport = map[string]string{
 	"internal/csi/csitest":              "internal/csi/csitest/csitest.go",
 	"internal/csi/replicated/loopowner": "internal/csi/replicated/loopowner/loopowner.go",
 	"internal/testenv":                  "internal/testenv/testenv.go",
+	"internal/testenv/nodestack":        "internal/testenv/nodestack/nodestack.go",
 }
 
 // production reports whether pkg is production code: not test support and

@@ -3,11 +3,10 @@ package kubehost_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/cellfleet/cellfleet/internal/testenv"
+	"github.com/cellfleet/cellfleet/internal/testenv/nodestack"
 )
 
 var (
@@ -26,11 +25,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	hostBinary = filepath.Join(dir, "replica-host")
-	build := exec.Command("go", "build", "-o", hostBinary, "github.com/cellfleet/cellfleet/cmd/replica-host")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building replica-host for the Kubernetes-mode tests failed:", err)
+	if hostBinary, err = nodestack.BuildReplicaHost(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "the Kubernetes-mode tests:", err)
 		return 1
 	}
 	if env, err = testenv.Start(); err != nil {

@@ -77,8 +77,13 @@ func (a *Agent) release(ctx context.Context, vr *storagev1alpha1.VolumeReplica) 
 	}
 	// Workers close before unpublication, and the acknowledgement comes
 	// only after it (seed 003): the manager reclaims the claim on reading it.
-	if err := a.unpublish(ctx, vr, claim); err != nil {
-		return a.reportUnpublishFailure(ctx, vr, err)
+	// An acknowledged release was unpublished before it was acknowledged:
+	// later passes (until the manager removes the object) ask nothing more.
+	acknowledged := claim != nil && vr.Status.ReleasedClaimUID == string(claim.UID)
+	if !acknowledged {
+		if err := a.unpublish(ctx, vr, claim); err != nil {
+			return a.reportUnpublishFailure(ctx, vr, err)
+		}
 	}
 	next := vr.Status.DeepCopy()
 	next.Role = storagev1alpha1.RoleStopped

@@ -1,0 +1,268 @@
+// Package nodestack runs real NODE stacks against one envtest API server,
+// for the tests of the replica host and of the whole storage stack: per
+// "node" a Node object, the real local CSI driver (internal/csi/local)
+// served on a unix socket in the test process with exclusive publication
+// beneath its consumer mount root, and a real replica-host process in
+// Kubernetes mode that asks that driver for each backing volume's
+// publication (-local-csi-endpoint). The real volume controller runs
+// in-process.
+//
+// envtest runs no kubelet, scheduler, csi-provisioner or PV controller, so
+// the stack plays exactly those parts, and says so where it does: the NODE
+// Pod whose replica-host container is reported ready (kubelet), and each
+// backing claim's provisioning: CreateVolume on the selected node's local
+// driver, a PV of local.storage.eric.dev with that node's affinity, bound
+// to the claim (csi-provisioner in distributed mode and the PV controller).
+//
+// This package is imported by tests only; production code must never import it.
+package nodestack
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
+	"github.com/cellfleet/cellfleet/internal/controller/volume"
+	"github.com/cellfleet/cellfleet/internal/csi/csitest"
+	"github.com/cellfleet/cellfleet/internal/testenv"
+)
+
+// StorageNamespace is the generated replica-host Role's namespace: the hosts
+// run with it.
+const StorageNamespace = "cellfleet-storage"
+
+// NodeUser is the NODE DaemonSet's ServiceAccount as the API server names
+// it: the hosts impersonate it, so a verb missing from the generated roles
+// fails a test rather than a cluster.
+const NodeUser = "system:serviceaccount:cellfleet-storage:cellfleet-node"
+
+// BuildReplicaHost builds the real replica-host binary into dir.
+func BuildReplicaHost(dir string) (string, error) {
+	bin := filepath.Join(dir, "replica-host")
+	build := exec.Command("go", "build", "-o", bin, "github.com/cellfleet/cellfleet/cmd/replica-host")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("build replica-host: %w", err)
+	}
+	return bin, nil
+}
+
+// Stack is the nodes of one test.
+type Stack struct {
+	T          *testing.T
+	Ctx        context.Context
+	Env        *testenv.Env
+	Dir        string
+	NS         string // the storage namespace
+	ManagerNS  string // the manager's namespace (the volumes' CA Secrets)
+	Nodes      []*Node
+	hostBinary string
+}
+
+// New prepares a stack: namespaces, the replica host's generated roles, a
+// directory whose mounts are all detached when the test ends. It skips,
+// saying why, without root (the publications are real bind mounts).
+func New(t *testing.T, env *testenv.Env, hostBinary, managerNS string) *Stack {
+	t.Helper()
+	csitest.RequireRoot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	s := &Stack{T: t, Ctx: ctx, Env: env, Dir: t.TempDir(), NS: StorageNamespace, ManagerNS: managerNS, hostBinary: hostBinary}
+	// Registered first, so it runs last: after the hosts and drivers stopped.
+	csitest.CleanupMounts(t, s.Dir)
+	for _, ns := range []string{s.NS, s.ManagerNS} {
+		if err := ensureNamespace(ctx, env.Client, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"role.yaml", "role_binding.yaml", "cluster_role_binding.yaml"} {
+		if err := env.ApplyFile(ctx, filepath.Join(testenv.RepoRoot(), "config", "rbac", "replica-host", f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// PodIP is the "Pod IP" of host i: each NODE Pod has its own IP, so the
+// per-node port allocation may give two replicas the same port. The API
+// server refuses loopback addresses in EndpointSlices, so these are
+// addresses of TEST-NET-2 (RFC 5737, never routed) added to lo for the test.
+func PodIP(i int) string { return fmt.Sprintf("198.51.100.%d", i+1) }
+
+// FreePort is a TCP port free on ip now.
+func FreePort(t testing.TB, ip string) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// StartController runs the real volume controller in-process.
+func (s *Stack) StartController(ports volume.PortRange) {
+	s.T.Helper()
+	// Each test runs its own controller: controller-runtime's process-wide
+	// check of controller names would refuse the second.
+	mgr, err := ctrl.NewManager(s.Env.Config, ctrl.Options{Scheme: s.Env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	r, err := volume.New(mgr.GetClient(), s.Env.Scheme, volume.Options{Namespace: s.NS, ManagerNamespace: s.ManagerNS,
+		APIReader: mgr.GetAPIReader(), Ports: ports})
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		s.T.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = mgr.Start(ctx) }()
+	s.T.Cleanup(func() { cancel(); <-done })
+}
+
+// StartControllerOnFreePorts starts the controller with a replica port
+// range beginning at a port free now, so one another process holds is
+// unlikely.
+func (s *Stack) StartControllerOnFreePorts() {
+	s.T.Helper()
+	base := int32(FreePort(s.T, "127.0.0.1"))
+	if base+10 > 65535 {
+		base = 40000
+	}
+	s.StartController(volume.PortRange{Base: base, Count: 10})
+}
+
+func (s *Stack) writeKubeconfig() string {
+	s.T.Helper()
+	c := s.Env.Config
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData, Token: c.BearerToken,
+		Impersonate: NodeUser}
+	cfg.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
+	cfg.CurrentContext = "envtest"
+	p := filepath.Join(s.Dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, p); err != nil {
+		s.T.Fatal(err)
+	}
+	return p
+}
+
+// StartHosts starts one replica-host process per node on its own Pod IP,
+// dialling its node's local driver.
+func (s *Stack) StartHosts(extraArgs ...string) {
+	s.T.Helper()
+	kubeconfig := s.writeKubeconfig()
+	for i, n := range s.Nodes {
+		n.PodIP = PodIP(i)
+		s.addPodIP(n.PodIP)
+		state := filepath.Join(s.Dir, n.Name, "host-state")
+		csitest.MkdirAll(s.T, state)
+		n.Status = net.JoinHostPort(n.PodIP, fmt.Sprint(FreePort(s.T, n.PodIP)))
+		logPath := filepath.Join(s.Dir, n.Name+".log")
+		logf, err := os.Create(logPath)
+		if err != nil {
+			s.T.Fatal(err)
+		}
+		cmd := exec.Command(s.hostBinary, "-node", n.Name, "-namespace", s.NS, "-kubeconfig", kubeconfig, "-pod-ip", n.PodIP,
+			"-status-listen", n.Status, "-state-dir", state, "-consumer-mount-root", n.ConsumerRoot,
+			"-local-csi-endpoint", "unix://"+n.Socket, "-log-level", "info",
+			"-status-interval", "200ms", "-journal-segment-bytes", "4194304",
+			"-heartbeat-timeout", "300ms", "-election-timeout", "300ms", "-leader-lease-timeout", "150ms", "-commit-timeout", "10ms")
+		cmd.Args = append(cmd.Args, extraArgs...)
+		cmd.Stdout, cmd.Stderr = logf, logf
+		if err := cmd.Start(); err != nil {
+			s.T.Fatal(err)
+		}
+		logf.Close()
+		n.Proc = cmd
+		name := n.Name
+		s.T.Cleanup(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(15 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+			if s.T.Failed() {
+				b, _ := os.ReadFile(logPath)
+				s.T.Logf("log of the host on %s:\n%s", name, tail(string(b), 40))
+			}
+		})
+	}
+}
+
+// addPodIP adds a host's Pod IP to the loopback interface until the test ends.
+func (s *Stack) addPodIP(ip string) {
+	s.T.Helper()
+	out, err := exec.Command("ip", "addr", "add", ip+"/32", "dev", "lo").CombinedOutput()
+	if err != nil && !strings.Contains(string(out), "File exists") {
+		s.T.Fatalf("add Pod IP %s to lo (ip addr add): %v: %s", ip, err, out)
+	}
+	s.T.Cleanup(func() { _ = exec.Command("ip", "addr", "del", ip+"/32", "dev", "lo").Run() })
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Eventually polls cond until it returns nil or fails the test at timeout.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = cond(); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond) // polling interval of a condition with a deadline
+	}
+	t.Fatalf("%s: not within %s: %v", what, timeout, err)
+}
+
+// Replicas lists the VolumeReplicas of a volume.
+func (s *Stack) Replicas(volumeName string) []storagev1alpha1.VolumeReplica {
+	s.T.Helper()
+	l := &storagev1alpha1.VolumeReplicaList{}
+	if err := s.Env.Client.List(s.Ctx, l, client.InNamespace(s.NS), client.MatchingLabels{storagev1alpha1.LabelVolume: volumeName}); err != nil {
+		s.T.Fatal(err)
+	}
+	return l.Items
+}
+
+// NodeNamed returns the stack's node of that name, or nil.
+func (s *Stack) NodeNamed(name string) *Node {
+	for _, n := range s.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
