@@ -83,7 +83,15 @@ func New(t *testing.T, env *testenv.Env, hostBinary, managerNS string) *Stack {
 	csitest.RequireRoot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
-	s := &Stack{T: t, Ctx: ctx, Env: env, Dir: t.TempDir(), NS: StorageNamespace, ManagerNS: managerNS, hostBinary: hostBinary}
+	// A short base, not t.TempDir(): unix socket paths beneath it (the
+	// hosts' admin sockets, the drivers') must stay under the kernel's
+	// 107 bytes whatever the test's name.
+	dir, err := os.MkdirTemp("", "nodestack-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	s := &Stack{T: t, Ctx: ctx, Env: env, Dir: dir, NS: StorageNamespace, ManagerNS: managerNS, hostBinary: hostBinary}
 	// Registered first, so it runs last: after the hosts and drivers stopped.
 	csitest.CleanupMounts(t, s.Dir)
 	for _, ns := range []string{s.NS, s.ManagerNS} {
