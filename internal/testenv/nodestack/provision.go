@@ -1,6 +1,7 @@
 package nodestack
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -99,8 +100,44 @@ func (s *Stack) provision(c *corev1.PersistentVolumeClaim) error {
 // exclusively published, then the PV's deletion. It returns how many PVs of
 // the volume are left.
 func (s *Stack) Reclaim(volumeName string) (int, error) {
+	return s.reclaim(client.MatchingLabels{storagev1alpha1.LabelVolume: volumeName})
+}
+
+// PlayProvisioner provisions every backing claim of the storage namespace
+// and reclaims every released PV, as ProvisionClaims and Reclaim do, in the
+// background until the test ends: for tests that create volumes they do
+// not name (csi-sanity).
+func (s *Stack) PlayProvisioner() {
+	ctx, cancel := context.WithCancel(s.Ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			claims := &corev1.PersistentVolumeClaimList{}
+			if err := s.Env.Client.List(ctx, claims, client.InNamespace(s.NS), client.HasLabels{storagev1alpha1.LabelVolume}); err == nil {
+				for i := range claims.Items {
+					if c := &claims.Items[i]; c.DeletionTimestamp == nil {
+						if err := s.provision(c); err != nil && ctx.Err() == nil {
+							s.T.Logf("played provisioner: %v (retrying)", err)
+						}
+					}
+				}
+			}
+			if _, err := s.reclaim(client.HasLabels{storagev1alpha1.LabelVolume}); err != nil && ctx.Err() == nil {
+				s.T.Logf("played reclaim: %v (retrying)", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond): // the played provisioner's polling interval
+			}
+		}
+	}()
+	s.T.Cleanup(func() { cancel(); <-done })
+}
+
+func (s *Stack) reclaim(sel client.ListOption) (int, error) {
 	pvs := &corev1.PersistentVolumeList{}
-	if err := s.Env.Client.List(s.Ctx, pvs, client.MatchingLabels{storagev1alpha1.LabelVolume: volumeName}); err != nil {
+	if err := s.Env.Client.List(s.Ctx, pvs, sel); err != nil {
 		return 0, err
 	}
 	left := 0

@@ -24,16 +24,11 @@ var _ = ginkgo.ReportAfterSuite("cellfleet summary", func(r ginkgo.Report) {
 	sanityReport = csitest.Summarise(r)
 })
 
-// TestControllerPassesCSISanityWithTheVolumeController is the integration
-// target: csi-sanity's Controller specs against this controller, the volume
-// controller and replica hosts, with nothing played by the test.
-func TestControllerPassesCSISanityWithTheVolumeController(t *testing.T) {
-	t.Skip("needs the whole stack: the volume controller places replicas, but the replica hosts wait for their backing " +
-		"volumes' publication, which the host does not yet ask the local driver for (issue 12), so no ReplicatedVolume " +
-		"becomes Ready and every CreateVolume answers ABORTED; " +
-		"TestControllerPassesCSISanityWithStandInVolumeController runs the same specs with the test writing that status " +
-		"(ginkgo runs one suite per process, so the two cannot both run in one package run)")
-}
+// The same csi-sanity specs against the whole stack (the real volume
+// controller, replica hosts and local drivers, nothing played but the
+// kubelet and the local provisioner) run in test/integration
+// (TestControllerPassesCSISanityWithTheWholeStack): ginkgo runs one suite
+// per process, so that run cannot share this package with the one below.
 
 // TestControllerPassesCSISanityWithStandInVolumeController runs csi-sanity's
 // Identity and Controller specs against the controller on a real API server.
