@@ -23,7 +23,8 @@ const (
 )
 
 // NodeGetVolumeStats reports usage of the published path. Without project
-// quotas the figures are those of the data root's filesystem (docs/csi.md).
+// quotas the figures are those of the data root's filesystem (docs/csi.md),
+// except the total, which is the recorded capacity when the root is larger.
 func (n *Node) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
 	d := n.d
 	id, path := req.GetVolumeId(), req.GetVolumePath()
@@ -49,6 +50,11 @@ func (n *Node) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeStats
 	fs, err := statfs(path)
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "NodeGetVolumeStats %s: %v", id, err)
+	}
+	// The recorded (nominal) capacity is the volume's size when the data
+	// root holds that much: what expansion grew shows here.
+	if nominal := d.recordedCapacity(id); nominal > 0 && nominal < fs.totalBytes {
+		fs.totalBytes, fs.availableBytes = nominal, min(fs.availableBytes, nominal)
 	}
 	return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{
 		{Unit: csi.VolumeUsage_BYTES, Total: fs.totalBytes, Available: fs.availableBytes, Used: fs.usedBytes},
