@@ -75,11 +75,8 @@ func (c *Controller) ControllerExpandVolume(_ context.Context, req *csi.Controll
 func (n *Node) NodeExpandVolume(_ context.Context, req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
 	d := n.d
 	id, path := req.GetVolumeId(), req.GetVolumePath()
-	switch {
-	case id == "":
-		return nil, status.Error(codes.InvalidArgument, "NodeExpandVolume: volume_id is required")
-	case path == "":
-		return nil, status.Errorf(codes.InvalidArgument, "NodeExpandVolume %s: volume_path is required", id)
+	if err := d.checkPublished("NodeExpandVolume", id, path); err != nil {
+		return nil, err
 	}
 	if vc := req.GetVolumeCapability(); vc != nil {
 		if err := checkCapability(vc); err != nil {
@@ -89,19 +86,6 @@ func (n *Node) NodeExpandVolume(_ context.Context, req *csi.NodeExpandVolumeRequ
 	bytes, err := requestedBytes(req.GetCapacityRange())
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "NodeExpandVolume %s: %v", id, err)
-	}
-	d.mu.Lock()
-	v, ok := d.state.Volumes[id]
-	published := ok && hasKey(v.Published, path)
-	if rec, recorded := d.pubs.Get(id); recorded && rec.TargetPath == path {
-		published = true
-	}
-	d.mu.Unlock()
-	if !ok {
-		return nil, status.Errorf(codes.NotFound, "NodeExpandVolume: volume %s does not exist", id)
-	}
-	if !published {
-		return nil, status.Errorf(codes.NotFound, "NodeExpandVolume %s: not published at %s", id, path)
 	}
 	got, err := d.grow("NodeExpandVolume", id, bytes)
 	if err != nil {
