@@ -74,3 +74,30 @@ func (w *Worker) Checkpoint() error {
 // Digest returns the applied command index and the state digest (see
 // fsm.FSM.Digest), for divergence checks.
 func (w *Worker) Digest() (uint64, string, error) { return w.fsm.Digest() }
+
+// TransferCoordinator hands the coordinator's role to the member id
+// through Raft's leadership transfer (the target is brought up to date
+// first, then told to start an election). Operators use it to move the
+// coordinator off a node before maintenance; the process tests use it to
+// put the coordinator on a replica the mounts were never configured with.
+func (w *Worker) TransferCoordinator(id string) error {
+	w.memberMu.Lock()
+	defer w.memberMu.Unlock()
+	if w.raft.State() != raft.Leader {
+		return ErrNotCoordinator
+	}
+	f := w.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("transfer the coordinator to %s: %w", id, err)
+	}
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) == id {
+			if err := w.raft.LeadershipTransferToServer(s.ID, s.Address).Error(); err != nil {
+				return fmt.Errorf("transfer the coordinator to %s: %w", id, err)
+			}
+			w.log.Info("coordinator transferred", "to", id)
+			return nil
+		}
+	}
+	return fmt.Errorf("transfer the coordinator to %s: not a member", id)
+}

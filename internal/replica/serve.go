@@ -36,8 +36,11 @@ func (w *Worker) notCoordinator() wire.Reply {
 		rep.Message = "coordinator is establishing its term"
 		return rep
 	}
-	if _, dial, ok := splitAddress(addr); ok {
-		rep.LeaderAddr = dial
+	if san, dial, ok := splitAddress(addr); ok {
+		// The Raft address carries the coordinator's server name, so a
+		// client can follow a coordinator it was not configured with
+		// (a replaced replica) and still verify it (wire/hint.go).
+		rep.LeaderAddr, rep.LeaderServerName = dial, san
 	}
 	return rep
 }

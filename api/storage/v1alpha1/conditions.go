@@ -30,6 +30,10 @@ const (
 	// VolumeDegraded is True while fewer replicas than requested are current
 	// members serving with the coordinator; I/O may still continue.
 	VolumeDegraded ConditionType = "Degraded"
+	// VolumeResizing is True while the capacity the replicas serve is below
+	// spec.capacity: the backing claims grow, then the coordinator commits
+	// the larger capacity through Raft.
+	VolumeResizing ConditionType = "Resizing"
 	// VolumeDeleting is True while workers close and backing storage is
 	// released; storage is preserved while the API is uncertain.
 	VolumeDeleting ConditionType = "Deleting"
@@ -178,6 +182,18 @@ const (
 	// ReasonWorkerClosed: the host closed the replica's worker and unpublished
 	// its backing volume; the claim may be reclaimed.
 	ReasonWorkerClosed ConditionReason = "WorkerClosed"
+)
+
+// Growth reasons of the Resizing condition.
+const (
+	// ReasonClaimsGrowing: a backing claim does not hold the volume's
+	// capacity yet.
+	ReasonClaimsGrowing ConditionReason = "ClaimsGrowing"
+	// ReasonCapacityCommitting: the claims hold it; replicas do not serve
+	// it yet (the coordinator commits it through Raft, followers apply it).
+	ReasonCapacityCommitting ConditionReason = "CapacityCommitting"
+	// ReasonCapacityServed: every replica serves spec.capacity.
+	ReasonCapacityServed ConditionReason = "CapacityServed"
 )
 
 // ReplicaReleased is True once the replica host closed the worker of a

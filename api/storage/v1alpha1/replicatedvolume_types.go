@@ -94,6 +94,12 @@ type ReplicatedVolumeStatus struct {
 	// +kubebuilder:validation:MaxLength=63
 	Coordinator string `json:"coordinator,omitempty"`
 
+	// capacity is the filesystem capacity every replica serves (the
+	// smallest any replica reports); below spec.capacity while the volume
+	// grows, and the Resizing condition says why.
+	// +optional
+	Capacity *resource.Quantity `json:"capacity,omitempty"`
+
 	// replicas summarises each VolumeReplica of the volume.
 	// +optional
 	// +listType=map
@@ -101,7 +107,7 @@ type ReplicatedVolumeStatus struct {
 	// +kubebuilder:validation:MaxItems=5
 	Replicas []ReplicaSummary `json:"replicas,omitempty"`
 
-	// conditions are Ready, Placed, Degraded and Deleting.
+	// conditions are Ready, Placed, Degraded, Resizing and Deleting.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

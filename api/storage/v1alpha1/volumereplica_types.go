@@ -11,6 +11,7 @@ package v1alpha1
 // spec from a current one. Peers change with Raft membership.
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -75,6 +76,20 @@ type VolumeReplicaSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:XValidation:rule="self >= oldSelf",message="spec.generation must not decrease"
 	Generation int64 `json:"generation,omitempty"`
+
+	// Growth (volume expansion). Kept apart from the identity and
+	// membership fields above: the volume controller raises it, the host
+	// holding the coordinator commits it through Raft.
+
+	// capacity is the filesystem capacity the volume controller wants this
+	// replica's group to serve: the volume's capacity once every backing
+	// claim holds that much. The coordinator's host commits it through Raft
+	// (a volume's capacity is replicated state); every host reports what it
+	// serves in status.capacity. It only grows.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="spec.capacity must be greater than zero"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0",message="spec.capacity may grow but never shrink"
+	Capacity *resource.Quantity `json:"capacity,omitempty"`
 }
 
 // ReplicaPeer is another member of the replica's Raft group.
@@ -123,6 +138,11 @@ type VolumeReplicaStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	Lag int64 `json:"lag,omitempty"`
 
+	// capacity is the filesystem capacity this replica serves: the
+	// volume's replicated capacity as far as it has applied the journal.
+	// +optional
+	Capacity *resource.Quantity `json:"capacity,omitempty"`
+
 	// releasedClaimUID is the replica host's identity-bound release
 	// acknowledgement: set, once the replica is being deleted, to the UID of
 	// the backing claim whose worker it closed and whose publication it
@@ -154,6 +174,8 @@ type VolumeReplicaStatus struct {
 // +kubebuilder:printcolumn:name="Lost",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="ReplicaStateLost")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.peers) || self.spec.peers.all(p, p.name != self.metadata.name)",message="spec.peers must not list the replica itself"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.spec.capacity) || has(self.spec.capacity)",message="spec.capacity cannot be removed once set"
+// +kubebuilder:printcolumn:name="Capacity",type=string,priority=1,JSONPath=`.status.capacity`
 type VolumeReplica struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -18,33 +18,39 @@ import (
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 )
 
-func (r *Reconciler) ensureClaim(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume, vr *storagev1alpha1.VolumeReplica) error {
+// ensureClaim creates the replica's backing claim or grows it to the
+// volume's capacity; it reports whether the claim holds that capacity
+// (growth.go).
+func (r *Reconciler) ensureClaim(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume, vr *storagev1alpha1.VolumeReplica) (bool, error) {
 	cur := &corev1.PersistentVolumeClaim{}
 	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: vr.Spec.BackingClaimName}, cur)
 	if apierrors.IsNotFound(err) {
 		pvc := r.newClaim(rv, vr)
 		if err := r.client.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create backing claim %s on node %s: %w", pvc.Name, vr.Spec.Node, err)
+			return false, fmt.Errorf("create backing claim %s on node %s: %w", pvc.Name, vr.Spec.Node, err)
 		}
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("read backing claim %s: %w", vr.Spec.BackingClaimName, err)
+		return false, fmt.Errorf("read backing claim %s: %w", vr.Spec.BackingClaimName, err)
 	}
 	if !ownedBy(cur, rv) {
-		return fmt.Errorf("backing claim %s/%s exists and is not volume %s's: it is never adopted", cur.Namespace, cur.Name, rv.Name)
+		return false, fmt.Errorf("backing claim %s/%s exists and is not volume %s's: it is never adopted", cur.Namespace, cur.Name, rv.Name)
 	}
 	if node := cur.Annotations[storagev1alpha1.AnnotationSelectedNode]; node != vr.Spec.Node {
-		return fmt.Errorf("backing claim %s is bound to node %q, its replica to %q: left alone", cur.Name, node, vr.Spec.Node)
+		return false, fmt.Errorf("backing claim %s is bound to node %q, its replica to %q: left alone", cur.Name, node, vr.Spec.Node)
 	}
 	if got := cur.Spec.Resources.Requests[corev1.ResourceStorage]; got.Cmp(rv.Spec.Capacity) < 0 {
 		cur.Spec.Resources.Requests[corev1.ResourceStorage] = rv.Spec.Capacity
 		if err := r.client.Update(ctx, cur); err != nil {
-			return fmt.Errorf("grow backing claim %s to %s: %w", cur.Name, rv.Spec.Capacity.String(), err)
+			return false, fmt.Errorf("grow backing claim %s to %s: %w", cur.Name, rv.Spec.Capacity.String(), err)
 		}
 		r.event(rv, "Normal", "ClaimExpanded", "Expand", "backing claim %s grows to %s", cur.Name, rv.Spec.Capacity.String())
 	}
-	return nil
+	if claimHolds(cur, rv.Spec.Capacity) {
+		return true, nil
+	}
+	return r.recordLocalExpansion(ctx, cur)
 }
 
 func (r *Reconciler) newClaim(rv *storagev1alpha1.ReplicatedVolume, vr *storagev1alpha1.VolumeReplica) *corev1.PersistentVolumeClaim {

@@ -10,7 +10,9 @@ package volume
 //     every Secret of the namespace;
 //   - in its own namespace (cellfleet-system): the CA Secrets, get, create
 //     and delete only;
-//   - events of the cluster-scoped volumes, which land in "default".
+//   - events of the cluster-scoped volumes, which land in "default";
+//   - the nominal expansion of the local driver's backing claims
+//     (growth.go): PV get and update (capacity), and claim status update.
 // VolumeReplica status is the replica hosts'; the controller never writes it.
 
 // +kubebuilder:rbac:groups=storage.eric.dev,resources=replicatedvolumes,verbs=get;list;watch;update
@@ -20,6 +22,8 @@ package volume
 
 // +kubebuilder:rbac:groups=storage.eric.dev,namespace=cellfleet-storage,resources=volumereplicas,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",namespace=cellfleet-storage,resources=persistentvolumeclaims,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",namespace=cellfleet-storage,resources=persistentvolumeclaims/status,verbs=update
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;update
 // +kubebuilder:rbac:groups="",namespace=cellfleet-storage,resources=services,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",namespace=cellfleet-storage,resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",namespace=cellfleet-storage,resources=secrets,verbs=get;create;update;delete

@@ -183,7 +183,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.reconcileDeletion(ctx, rv, set)
 	}
 	o := outcome{set: set}
-	o.pending, o.placedErr = r.provision(ctx, rv, set)
+	o.pending, o.short, o.placedErr = r.provision(ctx, rv, set)
 	err = o.placedErr
 	if o.placedErr != nil {
 		r.log.Warn("provisioning stopped", "volume", rv.Name, "err", o.placedErr)
@@ -200,43 +200,52 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// provision runs the creation steps in order.
-func (r *Reconciler) provision(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume, set replicaSet) (*eligibility, error) {
+// provision runs the creation steps in order. short names the backing
+// claims that do not hold the volume's capacity yet (growth.go).
+func (r *Reconciler) provision(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume, set replicaSet) (*eligibility, []string, error) {
 	if controllerutil.AddFinalizer(rv, storagev1alpha1.FinalizerVolumeTeardown) {
 		if err := r.client.Update(ctx, rv); err != nil {
-			return nil, fmt.Errorf("add finalizer to volume %s: %w", rv.Name, err)
+			return nil, nil, fmt.Errorf("add finalizer to volume %s: %w", rv.Name, err)
 		}
 	}
 	trust, err := r.ensureCA(ctx, rv)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pending, err := r.place(ctx, rv, set)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if pending != nil {
 		r.event(rv, "Warning", "Pending", "Place", "%s", pending.message(replicaCount(rv)))
-		return pending, nil
+		return pending, nil, nil
 	}
 	if err := r.syncPeers(ctx, set); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	var short []string
 	for _, vr := range set {
 		if vr.DeletionTimestamp != nil {
 			continue
 		}
 		if err := r.ensureReplicaSecret(ctx, rv, trust, vr); err != nil {
-			return nil, err
+			return nil, short, err
 		}
-		if err := r.ensureClaim(ctx, rv, vr); err != nil {
-			return nil, err
+		held, err := r.ensureClaim(ctx, rv, vr)
+		if err != nil {
+			return nil, short, err
+		}
+		if !held {
+			short = append(short, vr.Spec.BackingClaimName)
 		}
 		if err := r.ensureService(ctx, rv, vr); err != nil {
-			return nil, err
+			return nil, short, err
 		}
 	}
-	return nil, r.ensureMountSecret(ctx, rv, trust)
+	if err := r.syncCapacity(ctx, rv, set, short); err != nil {
+		return nil, short, err
+	}
+	return nil, short, r.ensureMountSecret(ctx, rv, trust)
 }
 
 func (r *Reconciler) reconcileDeletion(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume, set replicaSet) (ctrl.Result, error) {

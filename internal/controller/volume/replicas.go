@@ -141,6 +141,7 @@ func (r *Reconciler) newReplica(rv *storagev1alpha1.ReplicatedVolume, i int, nod
 			Port:             port,
 			BackingClaimName: name,
 			Generation:       1,
+			Capacity:         ptrQuantity(rv.Spec.Capacity),
 		},
 	}
 	controllerutil.AddFinalizer(vr, storagev1alpha1.FinalizerReplicaRelease)

@@ -98,6 +98,7 @@ type outcome struct {
 	placedErr error        // placement or provisioning failed
 	deleting  string       // non-empty while tearing down: what it waits for
 	uncertain bool         // the API answered ambiguously during teardown
+	short     []string     // backing claims not yet holding spec.capacity
 }
 
 // buildStatus is the volume's status from one reconcile's outcome.
@@ -109,6 +110,7 @@ func buildStatus(rv *storagev1alpha1.ReplicatedVolume, o outcome) storagev1alpha
 		Robustness:         h.robustness,
 		Coordinator:        h.coordinator,
 		Replicas:           h.summaries,
+		Capacity:           servedCapacity(o.set, h),
 		Conditions:         append([]metav1.Condition(nil), rv.Status.Conditions...),
 	}
 	set := func(t storagev1alpha1.ConditionType, ok bool, reason storagev1alpha1.ConditionReason, msg string) {
@@ -146,6 +148,10 @@ func buildStatus(rv *storagev1alpha1.ReplicatedVolume, o outcome) storagev1alpha
 		set(storagev1alpha1.VolumeDegraded, true, storagev1alpha1.ReasonReplicaLost, h.missingText())
 	default:
 		set(storagev1alpha1.VolumeDegraded, true, storagev1alpha1.ReasonReplicaUnavailable, h.missingText())
+	}
+	if o.deleting == "" {
+		status, reason, msg := resizing(rv, st.Capacity, o.short)
+		set(storagev1alpha1.VolumeResizing, status == metav1.ConditionTrue, reason, msg)
 	}
 	switch {
 	case o.uncertain:

@@ -21,7 +21,8 @@ type Controller struct {
 // Controller returns the driver's Controller service.
 func (d *Driver) Controller() *Controller { return &Controller{d: d} }
 
-// ControllerGetCapabilities lists create/delete, capacity and listing.
+// ControllerGetCapabilities lists create/delete, capacity, listing and
+// (nominal) expansion.
 func (c *Controller) ControllerGetCapabilities(context.Context, *csi.ControllerGetCapabilitiesRequest) (*csi.ControllerGetCapabilitiesResponse, error) {
 	var caps []*csi.ControllerServiceCapability
 	for _, t := range []csi.ControllerServiceCapability_RPC_Type{
@@ -29,6 +30,7 @@ func (c *Controller) ControllerGetCapabilities(context.Context, *csi.ControllerG
 		csi.ControllerServiceCapability_RPC_GET_CAPACITY,
 		csi.ControllerServiceCapability_RPC_LIST_VOLUMES,
 		csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
+		csi.ControllerServiceCapability_RPC_EXPAND_VOLUME,
 	} {
 		caps = append(caps, &csi.ControllerServiceCapability{Type: &csi.ControllerServiceCapability_Rpc{
 			Rpc: &csi.ControllerServiceCapability_RPC{Type: t}}})

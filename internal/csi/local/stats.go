@@ -23,32 +23,22 @@ const (
 )
 
 // NodeGetVolumeStats reports usage of the published path. Without project
-// quotas the figures are those of the data root's filesystem (docs/csi.md).
+// quotas the figures are those of the data root's filesystem (docs/csi.md),
+// except the total, which is the recorded capacity when the root is larger.
 func (n *Node) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
 	d := n.d
 	id, path := req.GetVolumeId(), req.GetVolumePath()
-	if id == "" {
-		return nil, status.Error(codes.InvalidArgument, "NodeGetVolumeStats: volume_id is required")
-	}
-	if path == "" {
-		return nil, status.Errorf(codes.InvalidArgument, "NodeGetVolumeStats %s: volume_path is required", id)
-	}
-	d.mu.Lock()
-	v, ok := d.state.Volumes[id]
-	published := ok && hasKey(v.Published, path)
-	if rec, recorded := d.pubs.Get(id); recorded && rec.TargetPath == path {
-		published = true
-	}
-	d.mu.Unlock()
-	if !ok {
-		return nil, status.Errorf(codes.NotFound, "NodeGetVolumeStats: volume %s does not exist", id)
-	}
-	if !published {
-		return nil, status.Errorf(codes.NotFound, "NodeGetVolumeStats %s: not published at %s", id, path)
+	if err := d.checkPublished("NodeGetVolumeStats", id, path); err != nil {
+		return nil, err
 	}
 	fs, err := statfs(path)
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "NodeGetVolumeStats %s: %v", id, err)
+	}
+	// The recorded (nominal) capacity is the volume's size when the data
+	// root holds that much: what expansion grew shows here.
+	if nominal := d.recordedCapacity(id); nominal > 0 && nominal < fs.totalBytes {
+		fs.totalBytes, fs.availableBytes = nominal, min(fs.availableBytes, nominal)
 	}
 	return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{
 		{Unit: csi.VolumeUsage_BYTES, Total: fs.totalBytes, Available: fs.availableBytes, Used: fs.usedBytes},
@@ -99,3 +89,28 @@ func (d *Driver) condition(id string) (HealthReason, string) {
 }
 
 func hasKey(m map[string]bool, k string) bool { _, ok := m[k]; return ok }
+
+// checkPublished answers nil when volume id exists and is published at
+// path (an ordinary or the exclusive publication); rpc names the call.
+func (d *Driver) checkPublished(rpc, id, path string) error {
+	if id == "" {
+		return status.Errorf(codes.InvalidArgument, "%s: volume_id is required", rpc)
+	}
+	if path == "" {
+		return status.Errorf(codes.InvalidArgument, "%s %s: volume_path is required", rpc, id)
+	}
+	d.mu.Lock()
+	v, ok := d.state.Volumes[id]
+	published := ok && hasKey(v.Published, path)
+	if rec, recorded := d.pubs.Get(id); recorded && rec.TargetPath == path {
+		published = true
+	}
+	d.mu.Unlock()
+	if !ok {
+		return status.Errorf(codes.NotFound, "%s: volume %s does not exist", rpc, id)
+	}
+	if !published {
+		return status.Errorf(codes.NotFound, "%s %s: not published at %s", rpc, id, path)
+	}
+	return nil
+}

@@ -36,28 +36,37 @@ func (d *Driver) knownPath(id, path string) (bool, bool) {
 	return true, path == v.StagingPath || published
 }
 
-// NodeGetVolumeStats reports statfs of the staged or published path.
-func (n *Node) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
-	id, path := req.GetVolumeId(), req.GetVolumePath()
+// statStaged is statfs of a path volume id is staged or published at;
+// rpc names the call in errors.
+func (n *Node) statStaged(rpc, id, path string) (unix.Statfs_t, error) {
+	var st unix.Statfs_t
 	if id == "" {
-		return nil, status.Error(codes.InvalidArgument, "NodeGetVolumeStats: volume_id is required")
+		return st, status.Errorf(codes.InvalidArgument, "%s: volume_id is required", rpc)
 	}
 	if path == "" {
-		return nil, status.Errorf(codes.InvalidArgument, "NodeGetVolumeStats %s: volume_path is required", id)
+		return st, status.Errorf(codes.InvalidArgument, "%s %s: volume_path is required", rpc, id)
 	}
 	known, atPath := n.d.knownPath(id, path)
 	if !known {
-		return nil, status.Errorf(codes.NotFound, "NodeGetVolumeStats: volume %s is not staged on this node", id)
+		return st, status.Errorf(codes.NotFound, "%s: volume %s is not staged on this node", rpc, id)
 	}
 	if !atPath {
-		return nil, status.Errorf(codes.NotFound, "NodeGetVolumeStats %s: not staged or published at %s", id, path)
+		return st, status.Errorf(codes.NotFound, "%s %s: not staged or published at %s", rpc, id, path)
 	}
-	var st unix.Statfs_t
 	if err := unix.Statfs(path, &st); err != nil {
 		if errors.Is(err, unix.ENOTCONN) {
-			return nil, status.Errorf(codes.FailedPrecondition, "NodeGetVolumeStats %s: mount owner gone (ENOTCONN) at %s", id, path)
+			return st, status.Errorf(codes.FailedPrecondition, "%s %s: mount owner gone (ENOTCONN) at %s", rpc, id, path)
 		}
-		return nil, status.Errorf(codes.Internal, "NodeGetVolumeStats %s: statfs %s: %v", id, path, err)
+		return st, status.Errorf(codes.Internal, "%s %s: statfs %s: %v", rpc, id, path, err)
+	}
+	return st, nil
+}
+
+// NodeGetVolumeStats reports statfs of the staged or published path.
+func (n *Node) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
+	st, err := n.statStaged("NodeGetVolumeStats", req.GetVolumeId(), req.GetVolumePath())
+	if err != nil {
+		return nil, err
 	}
 	bs := st.Bsize
 	return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{

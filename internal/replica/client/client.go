@@ -85,15 +85,18 @@ type Client struct {
 	cfg Config
 	log *slog.Logger
 
-	mu      sync.Mutex
-	target  int
-	conns   map[string]*conn
-	closed  bool
-	session uint64
-	nextSeq uint64
-	open    map[uint64]struct{} // sequences not yet answered
-	freed   chan struct{}       // closed when sequences are answered
-	epoch   uint64              // fencing epoch every call carries (fence.go)
+	mu     sync.Mutex
+	target int
+	// configured is how many of cfg.Endpoints came from the configuration;
+	// those after it were learned from coordinator hints (learn.go).
+	configured int
+	conns      map[string]*conn
+	closed     bool
+	session    uint64
+	nextSeq    uint64
+	open       map[uint64]struct{} // sequences not yet answered
+	freed      chan struct{}       // closed when sequences are answered
+	epoch      uint64              // fencing epoch every call carries (fence.go)
 
 	fenced    chan struct{} // closed at the first fenced refusal
 	fenceOnce sync.Once
@@ -114,6 +117,7 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 		fenced: make(chan struct{}),
 	}
 	c.epoch = full.FencingEpoch
+	c.configured = len(full.Endpoints)
 	c.session = full.ClientID
 	if c.session == 0 {
 		c.session = randomID()

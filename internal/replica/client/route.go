@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/cellfleet/cellfleet/internal/replica/wire"
 )
@@ -50,18 +49,22 @@ func (c *Client) drop(cn *conn) {
 }
 
 // follow switches to the coordinator a worker named; it reports whether that
-// is a change worth an immediate retry.
+// is a change worth an immediate retry. A coordinator outside the known
+// endpoints is learned from the hint (learn.go).
 func (c *Client) follow(rep wire.Reply) bool {
 	if rep.LeaderID == "" {
 		return false
 	}
-	i, err := c.endpointIndex(rep.LeaderID)
-	if err != nil {
-		c.log.Warn("ignoring coordinator hint", "error", err)
-		return false
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	i, ok := c.endpointIndex(rep.LeaderID)
+	if !ok {
+		var err error
+		if i, err = c.learn(rep); err != nil {
+			c.log.Warn("ignoring coordinator hint", "error", err)
+			return false
+		}
+	}
 	if c.target == i {
 		return false
 	}
@@ -75,11 +78,12 @@ func (c *Client) rotate() {
 	c.mu.Unlock()
 }
 
-func (c *Client) endpointIndex(id string) (int, error) {
+// endpointIndex finds an endpoint by replica ID. Callers hold c.mu.
+func (c *Client) endpointIndex(id string) (int, bool) {
 	for i, ep := range c.cfg.Endpoints {
 		if ep.ID == id {
-			return i, nil
+			return i, true
 		}
 	}
-	return 0, fmt.Errorf("coordinator %q is not one of the volume's endpoints", id)
+	return 0, false
 }

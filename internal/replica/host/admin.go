@@ -32,6 +32,8 @@ func (h *Host) AdminHandler() http.Handler {
 	api.HandleFunc("POST /v1/workers/{volume}/{replica}/members", h.addMember)
 	api.HandleFunc("DELETE /v1/workers/{volume}/{replica}/members/{id}", h.removeMember)
 	api.HandleFunc("POST /v1/workers/{volume}/{replica}/checkpoint", h.checkpoint)
+	api.HandleFunc("POST /v1/workers/{volume}/{replica}/capacity", h.growCapacity)
+	api.HandleFunc("POST /v1/workers/{volume}/{replica}/transfer/{id}", h.transferCoordinator)
 	api.HandleFunc("GET /v1/workers/{volume}/{replica}/digest", h.digest)
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", h.bounded(api))

@@ -49,8 +49,13 @@ func (a *Agent) run(ctx context.Context, vr *storagev1alpha1.VolumeReplica) (obs
 	if err != nil { // an outage: keep serving on the credentials we have
 		a.log.Warn("credentials not refreshed; serving on the ones held", "replica", vr.Name, "error", err)
 	}
-	if _, st, ok := a.host.Worker(key(vr)); ok && st.State != replica.ReplicaStateFailed {
-		return obs, nil // hosted: the worker's own status says the rest
+	if wk, st, ok := a.host.Worker(key(vr)); ok && st.State != replica.ReplicaStateFailed {
+		// Hosted: the worker's own status says the rest; a grown spec
+		// capacity is committed by the coordinator's host (grow.go).
+		if st.State == replica.ReplicaStateRunning {
+			return obs, a.grow(vr, wk)
+		}
+		return obs, nil
 	} else if ok {
 		// A failed start (say, its publication timed out) is retried.
 		_ = a.host.Remove(key(vr))
@@ -103,7 +108,13 @@ func (a *Agent) run(ctx context.Context, vr *storagev1alpha1.VolumeReplica) (obs
 func (a *Agent) workerSpec(vr *storagev1alpha1.VolumeReplica, claim *corev1.PersistentVolumeClaim, dataDir string,
 	peers []replica.Peer, files credentialFiles) host.WorkerSpec {
 	listen := net.JoinHostPort(a.opts.PodIP, strconv.Itoa(int(vr.Spec.Port)))
+	// The first coordinator commits this as the volume's capacity; the
+	// spec's capacity is the volume controller's record of it, the claim's
+	// request the fallback for replicas made before that field existed.
 	size := claim.Spec.Resources.Requests[corev1.ResourceStorage]
+	if vr.Spec.Capacity != nil {
+		size = *vr.Spec.Capacity
+	}
 	return host.WorkerSpec{
 		Volume: vr.Spec.VolumeName, Replica: vr.Name, Generation: uint64(max(vr.Spec.Generation, 1)),
 		Listen: listen, Self: replica.Peer{ID: vr.Name, Address: listen, ServerName: serviceDNSName(vr.Name, vr.Namespace)},

@@ -45,9 +45,12 @@ func lostReason(reason string) storagev1alpha1.ConditionReason {
 func (a *Agent) writeStatus(ctx context.Context, vr *storagev1alpha1.VolumeReplica, obs observation) error {
 	next := vr.Status.DeepCopy()
 	next.ObservedGeneration = vr.Generation
-	_, st, hosted := a.host.Worker(key(vr))
+	wk, st, hosted := a.host.Worker(key(vr))
 	if hosted {
 		next.Role = role(st)
+		if st.State == replica.ReplicaStateRunning {
+			next.Capacity = servedCapacity(wk)
+		}
 		next.AppliedIndex = int64(st.AppliedIndex)
 		next.Lag = 0
 		if st.CommitIndex > st.AppliedIndex {

@@ -52,6 +52,8 @@ func TestAdminMutationsOverTCPAreRefusedAndChangeNothingWhileTheSocketServesThem
 		{http.MethodPost, worker + "/members", memberBody},
 		{http.MethodDelete, worker + "/members/" + vid, ""},
 		{http.MethodPost, worker + "/checkpoint", ""},
+		{http.MethodPost, worker + "/capacity", `{"capacityBytes": 1099511627776}`},
+		{http.MethodPost, worker + "/transfer/" + vid, ""},
 		{http.MethodPut, worker, specBody},
 		{http.MethodPatch, worker + "/members", memberBody},
 		{http.MethodGet, worker + "/digest", ""},

@@ -25,8 +25,9 @@ type Status uint8
 const (
 	// StatusOK: the results are authoritative.
 	StatusOK Status = iota
-	// StatusNotCoordinator: this worker does not lead; LeaderID/LeaderAddr
-	// name the current coordinator when known. Nothing was applied.
+	// StatusNotCoordinator: this worker does not lead; LeaderID,
+	// LeaderAddr and LeaderServerName name the current coordinator when
+	// known (hint.go). Nothing was applied.
 	StatusNotCoordinator
 	// StatusUncertain: the call was proposed but its outcome is unknown
 	// (leadership lost before commit). A retry with the same identity is
@@ -78,7 +79,11 @@ type Reply struct {
 	Message    string
 	LeaderID   string
 	LeaderAddr string
-	Results    []Result
+	// LeaderServerName is the TLS server name the coordinator's
+	// certificate carries, so a client can follow a coordinator it was not
+	// configured with (hint.go); empty from workers that predate it.
+	LeaderServerName string
+	Results          []Result
 }
 
 // AppendHello encodes a hello frame (without the length prefix).
@@ -130,7 +135,7 @@ func (e *encoder) replyHead(t FrameType, r *Reply) {
 	e.byte1(uint8(r.Status))
 	e.str(r.Message)
 	e.str(r.LeaderID)
-	e.str(r.LeaderAddr)
+	e.str(r.leaderAddrField())
 	e.u(uint64(len(r.Results)))
 }
 
@@ -224,7 +229,7 @@ func DecodeReply(b []byte) (FrameType, Reply, error) {
 	}
 	r.Message = d.str("message", MaxMessage)
 	r.LeaderID = d.str("leader id", MaxName)
-	r.LeaderAddr = d.str("leader address", MaxName)
+	r.setLeaderAddrField(d.str("leader address", MaxName))
 	if n := d.count("results", MaxOps); n > 0 {
 		r.Results = make([]Result, n)
 		for i := range r.Results {

@@ -1,0 +1,134 @@
+package processtest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cellfleet/cellfleet/internal/replica/host"
+)
+
+// spareReplica is the index of the replica the cluster is generated with
+// but that is not a member until a test adds it: the replacement of a lost
+// replica, with an ID, address and certificate the mounts were never given.
+const spareReplica = 3
+
+// startWithSpare starts r0..r2 as the volume and r3 as a host whose worker
+// waits to be added.
+func startWithSpare(t *testing.T) *cluster {
+	return startCluster(t, clusterOpts{replicas: 4, configure: func(i int, f *host.StandaloneFile) {
+		w := &f.Workers[0]
+		if i == spareReplica {
+			w.Bootstrap = false
+			return
+		}
+		var peers = w.Peers[:0]
+		for _, p := range w.Peers {
+			if p.ID != fmt.Sprintf("r%d", spareReplica) {
+				peers = append(peers, p)
+			}
+		}
+		w.Peers = peers
+	}})
+}
+
+func (c *cluster) transfer(from, to int) {
+	c.t.Helper()
+	if code, body := c.post(from, fmt.Sprintf("/v1/workers/%s/%s/transfer/%s", volume, c.peers[from].ID, c.peers[to].ID), nil); code != http.StatusNoContent {
+		c.t.Fatalf("transfer the coordinator from r%d to r%d: %d %s", from, to, code, body)
+	}
+}
+
+// A mount staged with {r0, r1, r2} keeps writing and reading while r2 is
+// replaced by r3 and the coordinator moves to r3: the workers' hints carry
+// r3's address and server name, and the client follows it without being
+// reconfigured.
+func TestMountFollowsACoordinatorOutsideItsConfiguredEndpoints(t *testing.T) {
+	c := startWithSpare(t)
+	cfg := c.clientConfig()
+	var configured = cfg.Endpoints[:0]
+	for _, ep := range cfg.Endpoints {
+		if ep.ID != c.peers[spareReplica].ID {
+			configured = append(configured, ep)
+		}
+	}
+	cfg.Endpoints = configured
+	if len(cfg.Endpoints) != 3 {
+		t.Fatalf("client endpoints %v, want r0..r2", cfg.Endpoints)
+	}
+	cl := c.client(cfg)
+	ino := createFile(t, cl, "data")
+
+	// Continuous writes through the whole change.
+	ctx, stop := context.WithCancel(context.Background())
+	var written atomic.Int64
+	done := make(chan error, 1)
+	go func() {
+		for k := 0; ; k++ {
+			if ctx.Err() != nil {
+				done <- nil
+				return
+			}
+			wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			_, _, err := cl.Append(wctx, ino, record(k))
+			cancel()
+			if err != nil {
+				done <- fmt.Errorf("append of record %d was not acknowledged: %w", k, err)
+				return
+			}
+			written.Store(int64(k + 1))
+		}
+	}()
+	waitWritten := func(n int64) {
+		eventually(t, 30*time.Second, fmt.Sprintf("%d records written", n), func() error {
+			select {
+			case err := <-done:
+				t.Fatal(err)
+			default:
+			}
+			if got := written.Load(); got < n {
+				return fmt.Errorf("%d written", got)
+			}
+			return nil
+		})
+	}
+	waitWritten(20)
+
+	old := 2
+	leader := c.waitLeader(10 * time.Second)
+	if leader == old {
+		c.transfer(leader, 0)
+		leader = c.leaderAmong(10*time.Second, 0, 1)
+	}
+	spare := c.hostFile(spareReplica).Workers[0].Self
+	if code, body := c.post(leader, fmt.Sprintf("/v1/workers/%s/%s/members", volume, c.peers[leader].ID), spare); code != http.StatusNoContent {
+		t.Fatalf("add r3: %d %s", code, body)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, fmt.Sprintf("http://%s/v1/workers/%s/%s/members/%s",
+		c.status[leader], volume, c.peers[leader].ID, c.peers[old].ID), nil)
+	if code, body := c.do(req); code != http.StatusNoContent {
+		t.Fatalf("remove r2: %d %s", code, body)
+	}
+	c.kill(old)
+	c.converged(30*time.Second, 0, 1, spareReplica)
+	waitWritten(written.Load() + 20)
+
+	c.transfer(leader, spareReplica)
+	if got := c.leaderAmong(10*time.Second, 0, 1, spareReplica); got != spareReplica {
+		t.Fatalf("the coordinator moved to r%d, want r3", got)
+	}
+	waitWritten(written.Load() + 50)
+	if got := cl.Coordinator(); got != c.peers[spareReplica].ID {
+		t.Fatalf("the client talks to %s, want the new coordinator r3", got)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	n := int(written.Load())
+	expectRecords(t, cl, ino, n)
+	t.Logf("%d records written and read back across the replacement and the coordinator's move", n)
+}
