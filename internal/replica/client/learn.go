@@ -21,21 +21,22 @@ import (
 const maxLearned = 6
 
 // learn adds the coordinator a hint names to the client's endpoints and
-// returns its index. Callers hold c.mu.
-func (c *Client) learn(rep wire.Reply) (int, error) {
+// returns its index, and the stream of an endpoint it forgot for the caller
+// to close once it released c.mu (closing a TLS stream may wait on the
+// network). Callers hold c.mu.
+func (c *Client) learn(rep wire.Reply) (int, *conn, error) {
 	if rep.LeaderAddr == "" || rep.LeaderServerName == "" {
-		return 0, fmt.Errorf("coordinator %q is not one of the volume's endpoints and the hint names no address and server name to reach it", rep.LeaderID)
+		return 0, nil, fmt.Errorf("coordinator %q is not one of the volume's endpoints and the hint names no address and server name to reach it", rep.LeaderID)
 	}
 	ep := Endpoint{ID: rep.LeaderID, Address: rep.LeaderAddr, ServerName: rep.LeaderServerName}
 	// Copy on write: Config.Endpoints may share its array with the
 	// caller's configuration.
 	eps := append(make([]Endpoint, 0, len(c.cfg.Endpoints)+1), c.cfg.Endpoints...)
+	var forgotten *conn
 	if len(eps)-c.configured >= maxLearned {
 		oldest := eps[c.configured]
-		if cn := c.conns[oldest.ID]; cn != nil {
-			cn.close()
-			delete(c.conns, oldest.ID)
-		}
+		forgotten = c.conns[oldest.ID]
+		delete(c.conns, oldest.ID)
 		eps = append(eps[:c.configured], eps[c.configured+1:]...)
 		if c.target > c.configured {
 			c.target--
@@ -47,5 +48,5 @@ func (c *Client) learn(rep wire.Reply) (int, error) {
 	c.cfg.Endpoints = eps
 	c.log.Info("following a coordinator outside the configured endpoints", "coordinator", ep.ID,
 		"address", ep.Address, "serverName", ep.ServerName)
-	return len(eps) - 1, nil
+	return len(eps) - 1, forgotten, nil
 }

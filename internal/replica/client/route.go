@@ -56,20 +56,23 @@ func (c *Client) follow(rep wire.Reply) bool {
 		return false
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	i, ok := c.endpointIndex(rep.LeaderID)
+	var forgotten *conn
 	if !ok {
 		var err error
-		if i, err = c.learn(rep); err != nil {
+		if i, forgotten, err = c.learn(rep); err != nil {
+			c.mu.Unlock()
 			c.log.Warn("ignoring coordinator hint", "error", err)
 			return false
 		}
 	}
-	if c.target == i {
-		return false
-	}
+	changed := c.target != i
 	c.target = i
-	return true
+	c.mu.Unlock()
+	if forgotten != nil {
+		forgotten.close()
+	}
+	return changed
 }
 
 func (c *Client) rotate() {
