@@ -63,9 +63,9 @@ func (fx *fixture) volumeClient(name string) *replicaclient.Client {
 	}
 	var eps []replicaclient.Endpoint
 	for _, vr := range fx.replicas(name) {
-		for i, n := range fx.nodes {
-			if n == vr.Spec.Node {
-				eps = append(eps, replicaclient.Endpoint{ID: vr.Name, Address: net.JoinHostPort(podIP(i), strconv.Itoa(int(vr.Spec.Port))),
+		for _, n := range fx.Nodes {
+			if n.Name == vr.Spec.Node {
+				eps = append(eps, replicaclient.Endpoint{ID: vr.Name, Address: net.JoinHostPort(n.PodIP, strconv.Itoa(int(vr.Spec.Port))),
 					ServerName: vr.Name + "." + fx.ns + ".svc"})
 			}
 		}
@@ -106,13 +106,13 @@ func growRecord(k int) []byte { return []byte(fmt.Sprintf("grow-%08d\n", k)) }
 func TestVolumeGrowsThroughRaftWhileWritten(t *testing.T) {
 	fx := newFixture(t)
 	for i := range hosts {
-		fx.node(fmt.Sprintf("kh-grow-%c", 'a'+i))
+		fx.AddNode(fmt.Sprintf("kh-grow-%c", 'a'+i))
 	}
 	fx.backingClass()
-	fx.startPorts()
-	fx.startHosts()
+	fx.StartControllerOnFreePorts()
+	fx.StartHosts()
 	rv := fx.volume("khgrow", hosts)
-	fx.playProvisionerAndPublication(rv.Name, hosts)
+	fx.ProvisionClaims(rv.Name, hosts)
 	fx.waitReady(rv.Name)
 
 	cl := fx.volumeClient(rv.Name)
@@ -193,17 +193,21 @@ func TestVolumeGrowsThroughRaftWhileWritten(t *testing.T) {
 	if err != nil || resp.CapacityBytes != grownTo {
 		t.Fatalf("ControllerExpandVolume to a smaller size: %+v %v, want the current %d", resp, err, grownTo)
 	}
+	// Merge patches without a resourceVersion: the hosts and the controller
+	// write the statuses all the time, so an update would only conflict.
 	vr := fx.replicas(rv.Name)[0]
+	vrBase := vr.DeepCopy()
 	vr.Spec.Capacity = resource.NewQuantity(grownFrom, resource.BinarySI)
-	if err := env.Client.Update(fx.ctx, &vr); !apierrors.IsInvalid(err) {
+	if err := env.Client.Patch(fx.ctx, &vr, client.MergeFrom(vrBase)); !apierrors.IsInvalid(err) {
 		t.Fatalf("shrinking VolumeReplica %s's spec.capacity: %v, want Invalid", vr.Name, err)
 	}
 	cur := &storagev1alpha1.ReplicatedVolume{}
 	if err := env.Client.Get(fx.ctx, client.ObjectKeyFromObject(rv), cur); err != nil {
 		t.Fatal(err)
 	}
+	curBase := cur.DeepCopy()
 	cur.Spec.Capacity = resource.MustParse("64Mi")
-	if err := env.Client.Update(fx.ctx, cur); !apierrors.IsInvalid(err) {
+	if err := env.Client.Patch(fx.ctx, cur, client.MergeFrom(curBase)); !apierrors.IsInvalid(err) {
 		t.Fatalf("shrinking the volume's spec.capacity: %v, want Invalid", err)
 	}
 	if st, err := cl.StatFs(fx.ctx); err != nil || st.Capacity != grownTo {

@@ -70,18 +70,54 @@ func (c *Controller) ControllerExpandVolume(ctx context.Context, req *csi.Contro
 	if err := c.checkLimit(ctx, rpc, sc.Name, rv.Spec.Replicas, bytes-have); err != nil {
 		return nil, err
 	}
-	rv.Spec.Capacity = *resource.NewQuantity(bytes, resource.BinarySI)
-	err = c.client.Update(ctx, rv) // bound to the resourceVersion read: a concurrent change is a conflict
-	switch {
-	case apierrors.IsConflict(err):
-		return nil, status.Errorf(codes.Aborted, "%s: the volume changed while growing it; retry", rpc)
-	case apierrors.IsNotFound(err):
-		return nil, status.Errorf(codes.NotFound, "%s: the volume was deleted", rpc)
-	case apierrors.IsInvalid(err):
-		return nil, status.Errorf(codes.InvalidArgument, "%s: the API refused capacity %d: %v", rpc, bytes, err)
-	case err != nil:
-		return nil, status.Errorf(codes.Unavailable, "%s: update capacity: %v", rpc, err)
+	if rv, err = c.updateCapacity(ctx, rpc, rv, bytes); err != nil {
+		return nil, err
 	}
 	c.log.Info("csi controller: volume capacity grown", "volume", id, "from", have, "to", bytes)
 	return &csi.ControllerExpandVolumeResponse{CapacityBytes: bytes, NodeExpansionRequired: true}, nil
+}
+
+// conflictRetries bounds how often a capacity update is retried because
+// only the volume's status moved underneath it.
+const conflictRetries = 5
+
+// updateCapacity writes the grown capacity, bound to the resourceVersion
+// read. The volume controller writes the status often, and every status
+// write moves the resourceVersion, so a conflict whose fresh read shows the
+// same spec is retried at once on the fresh object; a conflict with a
+// changed spec (another expansion, a deletion) is the caller's to retry.
+func (c *Controller) updateCapacity(ctx context.Context, rpc string, rv *volume, bytes int64) (*volume, error) {
+	have := rv.Spec.Capacity.Value()
+	for attempt := 1; ; attempt++ {
+		rv.Spec.Capacity = *resource.NewQuantity(bytes, resource.BinarySI)
+		err := c.client.Update(ctx, rv)
+		if !apierrors.IsConflict(err) || attempt == conflictRetries {
+			return rv, capacityUpdateError(rpc, bytes, err)
+		}
+		fresh, gerr := c.getVolume(ctx, rv.Name)
+		switch {
+		case gerr != nil:
+			return nil, gerr
+		case fresh == nil:
+			return nil, status.Errorf(codes.NotFound, "%s: the volume was deleted", rpc)
+		case fresh.DeletionTimestamp != nil || fresh.Spec.Capacity.Value() != have:
+			return nil, status.Errorf(codes.Aborted, "%s: the volume changed while growing it; retry", rpc)
+		}
+		rv = fresh
+	}
+}
+
+// capacityUpdateError maps the API's answer to a capacity update to CSI.
+func capacityUpdateError(rpc string, bytes int64, err error) error {
+	switch {
+	case apierrors.IsConflict(err):
+		return status.Errorf(codes.Aborted, "%s: the volume changed while growing it; retry", rpc)
+	case apierrors.IsNotFound(err):
+		return status.Errorf(codes.NotFound, "%s: the volume was deleted", rpc)
+	case apierrors.IsInvalid(err):
+		return status.Errorf(codes.InvalidArgument, "%s: the API refused capacity %d: %v", rpc, bytes, err)
+	case err != nil:
+		return status.Errorf(codes.Unavailable, "%s: update capacity: %v", rpc, err)
+	}
+	return nil
 }
