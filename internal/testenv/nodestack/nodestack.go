@@ -111,7 +111,13 @@ func New(t *testing.T, env *testenv.Env, hostBinary, managerNS string) *Stack {
 // per-node port allocation may give two replicas the same port. The API
 // server refuses loopback addresses in EndpointSlices, so these are
 // addresses of TEST-NET-2 (RFC 5737, never routed) added to lo for the test.
-func PodIP(i int) string { return fmt.Sprintf("198.51.100.%d", i+1) }
+// Packages run in parallel (go test ./...), each in its own process, so the
+// block of three a process uses is chosen by its pid: two packages' hosts
+// rarely share an address, and one package's cleanup never removes an
+// address it did not add.
+func PodIP(i int) string { return fmt.Sprintf("198.51.100.%d", podIPBase+i+1) }
+
+var podIPBase = (os.Getpid() % 80) * 3
 
 // FreePort is a TCP port free on ip now.
 func FreePort(t testing.TB, ip string) int {
@@ -227,10 +233,15 @@ func (s *Stack) StartHosts(extraArgs ...string) {
 func (s *Stack) addPodIP(ip string) {
 	s.T.Helper()
 	out, err := exec.Command("ip", "addr", "add", ip+"/32", "dev", "lo").CombinedOutput()
-	if err != nil && !strings.Contains(string(out), "File exists") {
+	switch {
+	case err == nil:
+		s.T.Cleanup(func() { _ = exec.Command("ip", "addr", "del", ip+"/32", "dev", "lo").Run() })
+	case strings.Contains(string(out), "File exists") || strings.Contains(string(out), "already assigned"):
+		// Another test of this process (or another process) added it: it
+		// is theirs to remove.
+	default:
 		s.T.Fatalf("add Pod IP %s to lo (ip addr add): %v: %s", ip, err, out)
 	}
-	s.T.Cleanup(func() { _ = exec.Command("ip", "addr", "del", ip+"/32", "dev", "lo").Run() })
 }
 
 func tail(s string, n int) string {
