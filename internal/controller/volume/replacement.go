@@ -113,7 +113,7 @@ func (r *Reconciler) replace(ctx context.Context, rv *storagev1alpha1.Replicated
 		return replacement{reason: storagev1alpha1.ReasonNoReplacement, message: "no replica is lost"}, nil
 	}
 	why := losses[lost.Name].why
-	if ok, msg := quorumWithout(replicaCount(rv), *set, lost); !ok {
+	if ok, msg := quorumWithout(replicaCount(rv), *set, lost, nil); !ok {
 		r.event(rv, "Warning", EventReplacementWaiting, "Replace", "replica %s is lost (%s) but %s", lost.Name, why, msg)
 		return replacement{reason: storagev1alpha1.ReasonAwaitingQuorum, requeue: pendingRequeue,
 			message: fmt.Sprintf("replica %s is lost (%s); not replaced: %s", lost.Name, why, msg)}, nil
@@ -145,12 +145,13 @@ func readyMember(vr *storagev1alpha1.VolumeReplica) bool {
 
 // quorumWithout: the members other than lost hold a healthy quorum of the
 // configuration a membership change starts from (every member, lost
-// included), one of them the coordinator.
-func quorumWithout(want int, set replicaSet, lost *storagev1alpha1.VolumeReplica) (bool, string) {
+// included, but not notYet: a replacement the coordinator has not added),
+// one of them the coordinator.
+func quorumWithout(want int, set replicaSet, lost, notYet *storagev1alpha1.VolumeReplica) (bool, string) {
 	members, ready, coordinator := 0, 0, false
 	var down []string
 	for _, vr := range set {
-		if !member(vr) {
+		if !member(vr) || notYet != nil && vr.Name == notYet.Name {
 			continue
 		}
 		members++
@@ -430,7 +431,7 @@ func (r *Reconciler) continueReplacement(ctx context.Context, rv *storagev1alpha
 			return step(storagev1alpha1.ReasonRebuildingReplica, "%s is a member and rebuilds (ready %t, lag %d, applied index %d)",
 				repl.Name, readyMember(repl), repl.Status.Lag, repl.Status.AppliedIndex), nil
 		}
-		if ok, msg := quorumWithout(replicaCount(rv), *set, old); !ok {
+		if ok, msg := quorumWithout(replicaCount(rv), *set, old, nil); !ok {
 			return step(storagev1alpha1.ReasonAwaitingQuorum, "%s caught up, but %s is not removed: %s", repl.Name, old.Name, msg), nil
 		}
 		remove.Generation = req.Generation + 1
@@ -442,7 +443,7 @@ func (r *Reconciler) continueReplacement(ctx context.Context, rv *storagev1alpha
 	default:
 		// Allocated, no request yet (or an older one of an earlier
 		// replacement): ask for the add, under quorum.
-		if ok, msg := quorumWithout(replicaCount(rv), *set, old); !ok {
+		if ok, msg := quorumWithout(replicaCount(rv), *set, old, repl); !ok {
 			return step(storagev1alpha1.ReasonAwaitingQuorum, "%s is not added: %s", repl.Name, msg), nil
 		}
 		add.Generation = maxGeneration(*set) + 1
