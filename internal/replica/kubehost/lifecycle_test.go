@@ -55,8 +55,11 @@ type fixture struct {
 	consumer      []string // each host's consumer mount root
 	status        []string // each host's status listener
 	procs         []*exec.Cmd
-	mu            sync.Mutex
-	mounts        []string
+	// replacementDelay is the volume controller's --replica-replacement-delay
+	// (zero: its default).
+	replacementDelay time.Duration
+	mu               sync.Mutex
+	mounts           []string
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -134,7 +137,7 @@ func (fx *fixture) startController(ports volume.PortRange) {
 		fx.t.Fatal(err)
 	}
 	r, err := volume.New(mgr.GetClient(), env.Scheme, volume.Options{Namespace: fx.ns, ManagerNamespace: fx.managerNS,
-		APIReader: mgr.GetAPIReader(), Ports: ports})
+		APIReader: mgr.GetAPIReader(), Ports: ports, ReplicaReplacementDelay: fx.replacementDelay})
 	if err != nil {
 		fx.t.Fatal(err)
 	}
