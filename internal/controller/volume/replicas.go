@@ -240,8 +240,12 @@ func (r *Reconciler) syncPeers(ctx context.Context, set replicaSet) error {
 		if equalPeers(vr.Spec.Peers, want) {
 			continue
 		}
+		// A merge patch: the replacement steps patch the same objects in
+		// this reconcile, so an update bound to the read resourceVersion
+		// would conflict with them.
+		orig := vr.DeepCopy()
 		vr.Spec.Peers = want
-		if err := r.client.Update(ctx, vr); err != nil {
+		if err := r.client.Patch(ctx, vr, client.MergeFrom(orig)); err != nil {
 			return fmt.Errorf("update peers of VolumeReplica %s: %w", vr.Name, err)
 		}
 	}

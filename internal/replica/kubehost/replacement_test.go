@@ -238,4 +238,27 @@ func TestAGoneNodesReplicaIsReplacedUnderWrites(t *testing.T) {
 	if len(members) != 3 {
 		t.Errorf("%d replicas after the replacement, want 3: %v", len(members), members)
 	}
+	// The Raft configuration itself changed: the coordinator reports the
+	// three remaining replicas as its members, the lost one not among them.
+	eventually(t, 30*time.Second, "the coordinator's Raft configuration without the lost replica", func() error {
+		for _, vr := range fx.replicas(rv.Name) {
+			if vr.Status.Role != storagev1alpha1.RoleCoordinator {
+				continue
+			}
+			got := map[string]bool{}
+			for _, m := range vr.Status.Members {
+				got[m] = true
+			}
+			if len(got) != 3 || got[victim.Name] {
+				return fmt.Errorf("coordinator %s reports members %v", vr.Name, vr.Status.Members)
+			}
+			for name := range members {
+				if !got[name] {
+					return fmt.Errorf("coordinator %s reports members %v, want %v", vr.Name, vr.Status.Members, members)
+				}
+			}
+			return nil
+		}
+		return fmt.Errorf("no coordinator reported")
+	})
 }
