@@ -138,7 +138,8 @@ func inProgress(set replicaSet) (old, repl *storagev1alpha1.VolumeReplica) {
 // state intact (the same rule as the volume's health).
 func readyMember(vr *storagev1alpha1.VolumeReplica) bool {
 	st := vr.Status
-	return member(vr) && meta.IsStatusConditionTrue(st.Conditions, storagev1alpha1.ReplicaReady.String()) &&
+	_, hostGone := vr.Annotations[storagev1alpha1.AnnotationUnavailableSince]
+	return member(vr) && !hostGone && meta.IsStatusConditionTrue(st.Conditions, storagev1alpha1.ReplicaReady.String()) &&
 		!meta.IsStatusConditionTrue(st.Conditions, storagev1alpha1.ReplicaStateLost.String()) &&
 		(st.Role == storagev1alpha1.RoleCoordinator || st.Role == storagev1alpha1.RoleFollower)
 }

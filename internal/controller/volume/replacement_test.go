@@ -228,6 +228,7 @@ func TestNoReplacementWithoutQuorum(t *testing.T) {
 // without a release acknowledgement only once its removal from the Raft
 // configuration committed.
 func TestGoneNodeIsReplacedAfterTheDelayWithoutItsHost(t *testing.T) {
+	var err error
 	fx := newFixture(t)
 	rv := fx.provisioned()
 	fx.node("d", "", true)
@@ -262,7 +263,11 @@ func TestGoneNodeIsReplacedAfterTheDelayWithoutItsHost(t *testing.T) {
 	}
 	notReady(time.Now())
 	fx.converge(rv.Name)
-	fx.replacing(rv, metav1.ConditionFalse, storagev1alpha1.ReasonAwaitingDelay)
+	got := fx.replacing(rv, metav1.ConditionFalse, storagev1alpha1.ReasonAwaitingDelay)
+	if got.Status.Robustness != storagev1alpha1.RobustnessDegraded {
+		// The gone host cannot correct the Ready it reported last.
+		t.Errorf("robustness %s while a replica's node is gone, want Degraded", got.Status.Robustness)
+	}
 	fx.noDuplicates(rv.Name, 3)
 
 	notReady(time.Now().Add(-31 * time.Minute)) // the node controller's record: gone past the default delay
@@ -287,7 +292,7 @@ func TestGoneNodeIsReplacedAfterTheDelayWithoutItsHost(t *testing.T) {
 	if _, ok := fx.replica(r2.Name); ok {
 		t.Fatalf("%s still exists", r2.Name)
 	}
-	err := env.Client.Get(fx.ctx, client.ObjectKeyFromObject(claim), claim)
+	err = env.Client.Get(fx.ctx, client.ObjectKeyFromObject(claim), claim)
 	if err == nil && (claim.DeletionTimestamp == nil || controllerutil.ContainsFinalizer(claim, storagev1alpha1.FinalizerBackingUse)) {
 		t.Fatalf("claim of the removed replica on a gone node not reclaimed: finalizers %v", claim.Finalizers)
 	}

@@ -47,7 +47,11 @@ func deriveHealth(want int, set replicaSet) health {
 		st := vr.Status
 		ready := meta.IsStatusConditionTrue(st.Conditions, storagev1alpha1.ReplicaReady.String())
 		lost := meta.IsStatusConditionTrue(st.Conditions, storagev1alpha1.ReplicaStateLost.String())
-		member := ready && !lost && (st.Role == storagev1alpha1.RoleCoordinator || st.Role == storagev1alpha1.RoleFollower)
+		// A replica whose node or host the controller found gone
+		// (replacement.go) is not counted ready: its host cannot correct
+		// the Ready it reported last.
+		_, hostGone := vr.Annotations[storagev1alpha1.AnnotationUnavailableSince]
+		member := ready && !lost && !hostGone && (st.Role == storagev1alpha1.RoleCoordinator || st.Role == storagev1alpha1.RoleFollower)
 		h.summaries = append(h.summaries, storagev1alpha1.ReplicaSummary{
 			Name: vr.Name, Node: vr.Spec.Node, Role: st.Role, AppliedIndex: st.AppliedIndex, Lag: st.Lag,
 			Ready: member, StateLost: lost,
