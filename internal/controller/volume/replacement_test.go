@@ -107,6 +107,19 @@ func (fx *fixture) replacing(rv *storagev1alpha1.ReplicatedVolume, status metav1
 	return got
 }
 
+// healthyWithSpareNode is a provisioned volume whose three replicas report
+// themselves a coordinator and two followers, and a fourth eligible node.
+func (fx *fixture) healthyWithSpareNode() (*storagev1alpha1.ReplicatedVolume, storagev1alpha1.VolumeReplica, storagev1alpha1.VolumeReplica, storagev1alpha1.VolumeReplica) {
+	fx.t.Helper()
+	rv := fx.provisioned()
+	fx.node("d", "", true)
+	vrs := fx.replicas(rv.Name)
+	fx.hostReport(&vrs[0], storagev1alpha1.RoleCoordinator, true, false, 0)
+	fx.hostReport(&vrs[1], storagev1alpha1.RoleFollower, true, false, 0)
+	fx.hostReport(&vrs[2], storagev1alpha1.RoleFollower, true, false, 0)
+	return rv, vrs[0], vrs[1], vrs[2]
+}
+
 // A replica reporting ReplicaStateLost is replaced, never re-initialised:
 // a new replica (next index, a fourth node) is allocated, added, rebuilt,
 // the lost one removed from membership and then its objects. The manager is
@@ -114,13 +127,7 @@ func (fx *fixture) replacing(rv *storagev1alpha1.ReplicatedVolume, status metav1
 // replicas, ports, claims or Services.
 func TestLostReplicaIsReplacedAcrossManagerRestarts(t *testing.T) {
 	fx := newFixture(t)
-	rv := fx.provisioned()
-	fx.node("d", "", true)
-	vrs := fx.replicas(rv.Name)
-	r0, r1, r2 := vrs[0], vrs[1], vrs[2]
-	fx.hostReport(&r0, storagev1alpha1.RoleCoordinator, true, false, 0)
-	fx.hostReport(&r1, storagev1alpha1.RoleFollower, true, false, 0)
-	fx.hostReport(&r2, storagev1alpha1.RoleFollower, true, false, 0)
+	rv, r0, r1, r2 := fx.healthyWithSpareNode()
 	fx.converge(rv.Name)
 	fx.replacing(rv, metav1.ConditionFalse, storagev1alpha1.ReasonNoReplacement)
 
@@ -230,13 +237,7 @@ func TestNoReplacementWithoutQuorum(t *testing.T) {
 func TestGoneNodeIsReplacedAfterTheDelayWithoutItsHost(t *testing.T) {
 	var err error
 	fx := newFixture(t)
-	rv := fx.provisioned()
-	fx.node("d", "", true)
-	vrs := fx.replicas(rv.Name)
-	r0, r1, r2 := vrs[0], vrs[1], vrs[2]
-	fx.hostReport(&r0, storagev1alpha1.RoleCoordinator, true, false, 0)
-	fx.hostReport(&r1, storagev1alpha1.RoleFollower, true, false, 0)
-	fx.hostReport(&r2, storagev1alpha1.RoleFollower, true, false, 0)
+	rv, r0, _, r2 := fx.healthyWithSpareNode()
 	// r2's claim is in use: bound and protected by its host.
 	claim := &corev1.PersistentVolumeClaim{}
 	if err := env.Client.Get(fx.ctx, client.ObjectKey{Namespace: fx.ns, Name: r2.Spec.BackingClaimName}, claim); err != nil {
