@@ -36,6 +36,25 @@ func (w *Worker) AddReplica(p Peer) error {
 	return nil
 }
 
+// KnowPeer records how this worker reaches p, so that a member added by
+// another coordinator (a replacement) can be dialled if this worker is
+// elected later. AddReplica records it only on the coordinator that ran it.
+// An unchanged route is a no-op; a changed one takes effect on the next dial.
+func (w *Worker) KnowPeer(p Peer) {
+	if p.ID == "" || p.Address == "" || p.ServerName == "" || p.ID == w.cfg.Self.ID {
+		return
+	}
+	w.peersMu.Lock()
+	defer w.peersMu.Unlock()
+	w.peers[raft.ServerID(p.ID)] = p
+}
+
+// IsCoordinator: this worker is the Raft leader now.
+func (w *Worker) IsCoordinator() bool {
+	r := w.shared.Load()
+	return r != nil && r.State() == raft.Leader
+}
+
 // RemoveReplica removes one voter through a Raft configuration change.
 func (w *Worker) RemoveReplica(id string) error {
 	w.memberMu.Lock()

@@ -34,6 +34,11 @@ const (
 	// spec.capacity: the backing claims grow, then the coordinator commits
 	// the larger capacity through Raft.
 	VolumeResizing ConditionType = "Resizing"
+	// VolumeReplacing is True while a permanently lost replica is being
+	// replaced (its reason names the step, its message the replicas), and
+	// also while a lost replica waits for a replacement it cannot have yet
+	// (the reason says why). False with NoReplacement otherwise.
+	VolumeReplacing ConditionType = "Replacing"
 	// VolumeDeleting is True while workers close and backing storage is
 	// released; storage is preserved while the API is uncertain.
 	VolumeDeleting ConditionType = "Deleting"
@@ -194,6 +199,35 @@ const (
 	ReasonCapacityCommitting ConditionReason = "CapacityCommitting"
 	// ReasonCapacityServed: every replica serves spec.capacity.
 	ReasonCapacityServed ConditionReason = "CapacityServed"
+)
+
+// Reasons of the Replacing condition (docs/decisions/0006). The steps, in
+// order, then what a lost replica may wait for.
+const (
+	// ReasonNoReplacement: no replica is lost.
+	ReasonNoReplacement ConditionReason = "NoReplacement"
+	// ReasonAddingReplica: the new replica is allocated and the coordinator
+	// is asked to add it to the Raft configuration.
+	ReasonAddingReplica ConditionReason = "AddingReplica"
+	// ReasonRebuildingReplica: the new replica is a member and catches up.
+	ReasonRebuildingReplica ConditionReason = "RebuildingReplica"
+	// ReasonRemovingReplica: the coordinator is asked to remove the lost
+	// replica from the Raft configuration.
+	ReasonRemovingReplica ConditionReason = "RemovingReplica"
+	// ReasonRemovingObjects: the lost replica's VolumeReplica, claim,
+	// Service and Secret are being removed.
+	ReasonRemovingObjects ConditionReason = "RemovingObjects"
+	// ReasonAwaitingDelay: a replica's node is gone, for less than
+	// --replica-replacement-delay so far.
+	ReasonAwaitingDelay ConditionReason = "AwaitingReplacementDelay"
+	// ReasonAwaitingQuorum: the other replicas do not hold a healthy quorum;
+	// a membership change now could lose acknowledged writes.
+	ReasonAwaitingQuorum ConditionReason = "AwaitingQuorum"
+	// ReasonAwaitingNode: no eligible node outside the volume's is free.
+	ReasonAwaitingNode ConditionReason = "AwaitingEligibleNode"
+	// ReasonAwaitingReplacement: another replacement of the volume is in
+	// progress; one at a time.
+	ReasonAwaitingReplacement ConditionReason = "AwaitingOtherReplacement"
 )
 
 // ReplicaReleased is True once the replica host closed the worker of a

@@ -26,6 +26,18 @@ const (
 	// release acknowledgement.
 	FinalizerBackingUse = "storage.eric.dev/backing-use"
 
+	// AnnotationUnavailableSince is the volume controller's durable record,
+	// on a VolumeReplica, of when it first found the replica's node or host
+	// gone (RFC 3339). The replacement delay counts from it, so a restarted
+	// manager does not start the delay again; it is removed when the node
+	// and host are back.
+	AnnotationUnavailableSince = "storage.eric.dev/unavailable-since"
+	// AnnotationMembershipRemoved records, on a replaced VolumeReplica, the
+	// membership generation whose Raft removal committed. Only a replica
+	// carrying it may be torn down without its host's release
+	// acknowledgement (its node is gone): it no longer holds any vote.
+	AnnotationMembershipRemoved = "storage.eric.dev/membership-removed"
+
 	// AnnotationSelectedNode binds a WaitForFirstConsumer claim to a node, as
 	// the scheduler would; the local provisioner provisions there.
 	AnnotationSelectedNode = "volume.kubernetes.io/selected-node"

@@ -199,9 +199,10 @@ func TestReplicatedVolumeStatusValidation(t *testing.T) {
 		{name: "unknown replica role rejected", status: storagev1alpha1.ReplicatedVolumeStatus{
 			Replicas: []storagev1alpha1.ReplicaSummary{{Name: "vol-r0", Role: "Leader"}}},
 			wantErr: []string{"status.replicas[0].role", "Unsupported value"}},
-		{name: "six replica summaries rejected", status: storagev1alpha1.ReplicatedVolumeStatus{
-			Replicas: []storagev1alpha1.ReplicaSummary{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}, {Name: "e"}, {Name: "f"}}},
-			wantErr: []string{"status.replicas", "must have at most 5 items"}},
+		// Five replicas and the one replacement in progress fit; seven do not.
+		{name: "seven replica summaries rejected", status: storagev1alpha1.ReplicatedVolumeStatus{
+			Replicas: []storagev1alpha1.ReplicaSummary{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}, {Name: "e"}, {Name: "f"}, {Name: "g"}}},
+			wantErr: []string{"status.replicas", "must have at most 6 items"}},
 		{name: "duplicate replica summary rejected", status: storagev1alpha1.ReplicatedVolumeStatus{
 			Replicas: []storagev1alpha1.ReplicaSummary{{Name: "a"}, {Name: "a"}}},
 			wantErr: []string{"status.replicas[1]", "Duplicate value"}},

@@ -104,10 +104,10 @@ type ReplicatedVolumeStatus struct {
 	// +optional
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=5
+	// +kubebuilder:validation:MaxItems=6
 	Replicas []ReplicaSummary `json:"replicas,omitempty"`
 
-	// conditions are Ready, Placed, Degraded, Resizing and Deleting.
+	// conditions are Ready, Placed, Degraded, Resizing, Replacing and Deleting.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

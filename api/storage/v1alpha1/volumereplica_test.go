@@ -69,8 +69,10 @@ func TestVolumeReplicaCreateValidation(t *testing.T) {
 		{name: "generation zero rejected", raw: func(m map[string]any) { spec(m)["generation"] = int64(0) },
 			wantErr: []string{"spec.generation", "should be greater than or equal to 1"}},
 		{name: "four peers accepted", mutate: func(r *storagev1alpha1.VolumeReplica) { r.Spec.Peers = peers(4) }},
-		{name: "five peers rejected", mutate: func(r *storagev1alpha1.VolumeReplica) { r.Spec.Peers = peers(5) },
-			wantErr: []string{"spec.peers", "must have at most 4 items"}},
+		// A replacement of a five-replica volume lists five peers (four
+		// survivors and the replica it replaces); six are refused.
+		{name: "six peers rejected", mutate: func(r *storagev1alpha1.VolumeReplica) { r.Spec.Peers = peers(6) },
+			wantErr: []string{"spec.peers", "must have at most 5 items"}},
 		{name: "peer listing the replica itself rejected", mutate: func(r *storagev1alpha1.VolumeReplica) {
 			r.Spec.Peers = append(r.Spec.Peers, storagev1alpha1.ReplicaPeer{Name: r.Name, Address: "self.svc", Port: 2000})
 		}, wantErr: []string{"spec.peers must not list the replica itself"}},

@@ -19,8 +19,13 @@ import (
 const (
 	MinReplicaPort = 1024
 	MaxReplicaPort = 65535
-	// MaxPeers is MaxReplicas-1: a replica lists every other member.
-	MaxPeers = MaxReplicas - 1
+	// MaxPeers is MaxReplicas: a replica lists every other member, and
+	// while a replacement is in progress a group has one member more than
+	// its replica count (the new replica and the one it replaces).
+	MaxPeers = MaxReplicas
+	// MaxMembers bounds a Raft configuration: MaxReplicas plus the one
+	// replacement in progress.
+	MaxMembers = MaxReplicas + 1
 )
 
 // VolumeReplicaSpec is the manager's intent for one replica.
@@ -55,7 +60,7 @@ type VolumeReplicaSpec struct {
 	// +optional
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:MaxItems=5
 	Peers []ReplicaPeer `json:"peers,omitempty"`
 
 	// backingClaimName is the PersistentVolumeClaim, in this namespace, that
@@ -90,6 +95,84 @@ type VolumeReplicaSpec struct {
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="spec.capacity must be greater than zero"
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0",message="spec.capacity may grow but never shrink"
 	Capacity *resource.Quantity `json:"capacity,omitempty"`
+	// --- Replacement (issue 12 item 5, docs/decisions/0006). ---
+
+	// replaces is the VolumeReplica this one replaces, set when the volume
+	// controller allocates a replacement for a permanently lost replica. A
+	// replacement joins the existing Raft group through a membership change
+	// and never bootstraps a configuration of its own.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.replaces is immutable"
+	Replaces string `json:"replaces,omitempty"`
+
+	// membership is the one Raft membership change the volume controller
+	// asks of the volume's coordinator. It is written on every member; the
+	// host whose worker is the coordinator performs it through Raft, only
+	// with a healthy quorum, and reports the outcome in its status with the
+	// generation it performed. A host never performs a generation older
+	// than one it reported.
+	// +optional
+	Membership *MembershipChange `json:"membership,omitempty"`
+}
+
+// MembershipOperation is a Raft configuration change.
+// +kubebuilder:validation:Enum=Add;Remove
+type MembershipOperation string
+
+const (
+	// MembershipAdd adds a voter; it catches up from the journal or a
+	// checkpoint within the sending host's rebuild bounds.
+	MembershipAdd MembershipOperation = "Add"
+	// MembershipRemove removes a voter.
+	MembershipRemove MembershipOperation = "Remove"
+)
+
+// MembershipChange is one requested Raft configuration change.
+type MembershipChange struct {
+	// generation orders the volume's membership changes; it only grows.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:Minimum=1
+	Generation int64 `json:"generation"`
+
+	// operation is Add or Remove.
+	// +kubebuilder:validation:Required
+	Operation MembershipOperation `json:"operation"`
+
+	// member is the replica to add or remove.
+	// +kubebuilder:validation:Required
+	Member ReplicaPeer `json:"member"`
+}
+
+// MembershipResult is how a requested membership change ended.
+// +kubebuilder:validation:Enum=Succeeded;Failed
+type MembershipResult string
+
+const (
+	// MembershipSucceeded: the configuration change committed.
+	MembershipSucceeded MembershipResult = "Succeeded"
+	// MembershipFailed: the change did not commit; the host tries again on
+	// a later pass while it is the coordinator.
+	MembershipFailed MembershipResult = "Failed"
+)
+
+// MembershipOutcome is what the coordinator's host did with a request.
+type MembershipOutcome struct {
+	// generation is the request's generation.
+	// +kubebuilder:validation:Minimum=1
+	Generation int64 `json:"generation"`
+	// operation is the request's operation.
+	Operation MembershipOperation `json:"operation"`
+	// member is the replica added or removed.
+	// +kubebuilder:validation:MaxLength=63
+	Member string `json:"member"`
+	// result is Succeeded or Failed.
+	Result MembershipResult `json:"result"`
+	// message says why a change failed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
 }
 
 // ReplicaPeer is another member of the replica's Raft group.
@@ -150,6 +233,21 @@ type VolumeReplicaStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	ReleasedClaimUID string `json:"releasedClaimUID,omitempty"`
+
+	// --- Replacement (issue 12 item 5, docs/decisions/0006). ---
+
+	// members is the Raft configuration (replica names) as this replica's
+	// worker last saw it.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=6
+	// +kubebuilder:validation:items:MaxLength=63
+	Members []string `json:"members,omitempty"`
+
+	// membership is the outcome of the last membership change this
+	// replica's host performed as the volume's coordinator.
+	// +optional
+	Membership *MembershipOutcome `json:"membership,omitempty"`
 
 	// conditions are Ready, Admitted, Published, ReplicaStateLost and Released.
 	// +optional

@@ -42,7 +42,7 @@ func (r *Reconciler) teardown(ctx context.Context, rv *storagev1alpha1.Replicate
 		if vr == nil {
 			continue
 		}
-		w, err := r.releaseReplica(ctx, rv, vr)
+		w, err := r.releaseReplica(ctx, rv, vr, false)
 		if err != nil {
 			return "teardown of replica " + vr.Name + " stopped", err
 		}
@@ -70,8 +70,12 @@ func (r *Reconciler) teardown(ctx context.Context, rv *storagev1alpha1.Replicate
 }
 
 // releaseReplica advances one replica's teardown; it returns what it waits
-// for, or "" when the replica is gone.
-func (r *Reconciler) releaseReplica(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume, vr *storagev1alpha1.VolumeReplica) (string, error) {
+// for, or "" when the replica is gone. hostGone waives the host's release
+// acknowledgement, and only for a replica whose removal from the Raft
+// configuration committed (replacement.go): its node is gone, so no host
+// will ever acknowledge, and it holds no vote, so nothing it might still
+// hold can be served.
+func (r *Reconciler) releaseReplica(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume, vr *storagev1alpha1.VolumeReplica, hostGone bool) (string, error) {
 	if vr.DeletionTimestamp == nil {
 		uid := vr.UID
 		if err := r.client.Delete(ctx, vr, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
@@ -89,9 +93,15 @@ func (r *Reconciler) releaseReplica(ctx context.Context, rv *storagev1alpha1.Rep
 	case !ownedBy(claim, rv):
 		// Not this volume's claim: never touched.
 	default:
-		if needsAck(claim) && vr.Status.ReleasedClaimUID != string(claim.UID) {
+		_, removed := removedGeneration(vr)
+		waived := hostGone && removed
+		if needsAck(claim) && vr.Status.ReleasedClaimUID != string(claim.UID) && !waived {
 			return fmt.Sprintf("replica %s: waiting for the host on node %s to acknowledge the release of claim %s (uid %s)",
 				vr.Name, vr.Spec.Node, claim.Name, claim.UID), nil
+		}
+		if waived && vr.Status.ReleasedClaimUID != string(claim.UID) {
+			r.log.Info("claim of a replica removed from membership reclaimed without its host's acknowledgement: the node is gone",
+				"replica", vr.Name, "claim", claim.Name, "uid", claim.UID, "node", vr.Spec.Node)
 		}
 		if err := r.reclaim(ctx, claim); err != nil {
 			return "", err

@@ -17,6 +17,9 @@ var robustnessLevels = []storagev1alpha1.Robustness{
 // Metrics are the volume controller's gauges. A nil *Metrics records nothing.
 type Metrics struct {
 	robustness, desired, ready, lag *prometheus.GaugeVec
+	// replacements counts completed replica replacements; it is kept after
+	// a volume's deletion (a counter's series is not removed).
+	replacements *prometheus.CounterVec
 }
 
 // NewMetrics creates the gauges and registers them with reg.
@@ -32,7 +35,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		lag: prometheus.NewGaugeVec(opts("replica_lag_entries", "Journal entries a replica is behind its coordinator, as its host last reported."),
 			[]string{"volume", "replica"}),
 	}
-	for _, c := range []prometheus.Collector{m.robustness, m.desired, m.ready, m.lag} {
+	m.replacements = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cellfleet", Subsystem: "volume", Name: "replica_replacements_total",
+		Help: "Lost replicas replaced: a new replica added and rebuilt, the lost one removed from the Raft configuration and its objects removed."},
+		[]string{"volume"})
+	for _, c := range []prometheus.Collector{m.robustness, m.desired, m.ready, m.lag, m.replacements} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -71,4 +77,11 @@ func (m *Metrics) forget(volume string) {
 	for _, g := range []*prometheus.GaugeVec{m.robustness, m.desired, m.ready, m.lag} {
 		g.DeletePartialMatch(l)
 	}
+}
+
+func (m *Metrics) replaced(volume string) {
+	if m == nil {
+		return
+	}
+	m.replacements.WithLabelValues(volume).Inc()
 }

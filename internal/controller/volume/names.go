@@ -33,6 +33,20 @@ func ReplicaName(volume string, i int) string {
 	return prefix + "-" + digest + suffix
 }
 
+// replicaIndex is the index i of a name ReplicaName(volume, i) gave, and
+// false for any other name.
+func replicaIndex(volume, name string) (int, bool) {
+	at := strings.LastIndex(name, "-r")
+	if at < 0 {
+		return 0, false
+	}
+	i, err := strconv.Atoi(name[at+2:])
+	if err != nil || i < 0 || ReplicaName(volume, i) != name {
+		return 0, false
+	}
+	return i, true
+}
+
 // replicaSecretName is the Secret holding one replica's certificate, key and
 // tokens, read by the replica host of the replica's node.
 func replicaSecretName(replica string) string { return replica + "-tls" }

@@ -2,7 +2,9 @@ package volume
 
 // RBAC of the volume controller, least privilege:
 //   - cluster-wide: the ReplicatedVolume API (no create or delete: the CSI
-//     controller creates and deletes volumes), and Node reads for placement;
+//     controller creates and deletes volumes), Node reads for placement and
+//     for judging a replica's node gone, and PersistentVolume gets (by name,
+//     no list) for judging a replica's backing volume gone;
 //   - in the storage namespace (cellfleet-storage): VolumeReplicas, backing
 //     claims and replica Services it creates, updates and deletes (every
 //     delete bound to a UID), NODE Pod reads for eligibility, and Secrets by
@@ -19,8 +21,9 @@ package volume
 // +kubebuilder:rbac:groups=storage.eric.dev,resources=replicatedvolumes/status,verbs=get;update
 // +kubebuilder:rbac:groups=storage.eric.dev,resources=replicatedvolumes/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get
 
-// +kubebuilder:rbac:groups=storage.eric.dev,namespace=cellfleet-storage,resources=volumereplicas,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=storage.eric.dev,namespace=cellfleet-storage,resources=volumereplicas,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",namespace=cellfleet-storage,resources=persistentvolumeclaims,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",namespace=cellfleet-storage,resources=persistentvolumeclaims/status,verbs=update
 // +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;update

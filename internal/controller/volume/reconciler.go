@@ -29,9 +29,9 @@ import (
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 )
 
-// Replacement delay bounds (issue 12 item 5): how long a replica's node may
-// be gone before the replica is replaced elsewhere. Replacement itself is
-// not implemented yet; the option is validated and recorded.
+// Replacement delay bounds (issue 12 item 5, replacement.go): how long a
+// replica's node may be gone before the replica is replaced elsewhere. At
+// least a minute, so a node that only restarts is not replaced.
 const (
 	DefaultReplicaReplacementDelay = 30 * time.Minute
 	MinReplicaReplacementDelay     = time.Minute
@@ -119,15 +119,16 @@ func New(c client.Client, scheme *runtime.Scheme, opts Options) (*Reconciler, er
 }
 
 // SetupWithManager registers the reconciler and its watches: its own
-// objects by owner, and Nodes and NODE Pods (they decide eligibility) for
-// every volume still waiting to be placed.
+// objects by owner, and Nodes and NODE Pods (they decide eligibility and
+// whether a replica's node is gone) for every volume still waiting to be
+// placed and every volume with a replica on the node.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&storagev1alpha1.ReplicatedVolume{}).
 		Owns(&storagev1alpha1.VolumeReplica{}).
 		Owns(&corev1.PersistentVolumeClaim{}).
 		Owns(&corev1.Service{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.unplaced)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.forNode)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.unplacedForPod)).
 		Named("replicatedvolume").
 		Complete(r)
@@ -153,7 +154,27 @@ func (r *Reconciler) unplacedForPod(ctx context.Context, obj client.Object) []re
 	if obj.GetNamespace() != r.namespace || obj.GetLabels()[NodeComponentLabel] != NodeComponentValue {
 		return nil
 	}
-	return r.unplaced(ctx, obj)
+	return r.onNode(ctx, obj.(*corev1.Pod).Spec.NodeName, r.unplaced(ctx, obj))
+}
+
+func (r *Reconciler) forNode(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.onNode(ctx, obj.GetName(), r.unplaced(ctx, obj))
+}
+
+// onNode adds to out the volumes with a replica on node.
+func (r *Reconciler) onNode(ctx context.Context, node string, out []reconcile.Request) []reconcile.Request {
+	if node == "" {
+		return out
+	}
+	list := &storagev1alpha1.VolumeReplicaList{}
+	if err := r.client.List(ctx, list, client.InNamespace(r.namespace), client.MatchingLabels{storagev1alpha1.LabelNode: node}); err != nil {
+		r.log.Warn("list replicas for a node change", "node", node, "err", err)
+		return out
+	}
+	for i := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Spec.VolumeName}})
+	}
+	return out
 }
 
 func placed(rv *storagev1alpha1.ReplicatedVolume) bool {
@@ -183,7 +204,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.reconcileDeletion(ctx, rv, set)
 	}
 	o := outcome{set: set}
-	o.pending, o.short, o.placedErr = r.provision(ctx, rv, set)
+	o.pending, o.replace, o.short, o.placedErr = r.provision(ctx, rv, &o.set)
 	err = o.placedErr
 	if o.placedErr != nil {
 		r.log.Warn("provisioning stopped", "volume", rv.Name, "err", o.placedErr)
@@ -197,55 +218,64 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if o.pending != nil {
 		return ctrl.Result{RequeueAfter: pendingRequeue}, nil
 	}
+	if o.replace.requeue > 0 {
+		return ctrl.Result{RequeueAfter: o.replace.requeue}, nil
+	}
 	return ctrl.Result{}, nil
 }
 
-// provision runs the creation steps in order. short names the backing
-// claims that do not hold the volume's capacity yet (growth.go).
-func (r *Reconciler) provision(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume, set replicaSet) (*eligibility, []string, error) {
+// provision runs the creation steps in order; a replacement step runs
+// after placement, so the objects of a replica it allocates are created in
+// the same reconcile. short names the backing claims that do not hold the
+// volume's capacity yet (growth.go).
+func (r *Reconciler) provision(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume, set *replicaSet) (*eligibility, replacement, []string, error) {
+	var rep replacement
 	if controllerutil.AddFinalizer(rv, storagev1alpha1.FinalizerVolumeTeardown) {
 		if err := r.client.Update(ctx, rv); err != nil {
-			return nil, nil, fmt.Errorf("add finalizer to volume %s: %w", rv.Name, err)
+			return nil, rep, nil, fmt.Errorf("add finalizer to volume %s: %w", rv.Name, err)
 		}
 	}
 	trust, err := r.ensureCA(ctx, rv)
 	if err != nil {
-		return nil, nil, err
+		return nil, rep, nil, err
 	}
 	pending, err := r.place(ctx, rv, set)
 	if err != nil {
-		return nil, nil, err
+		return nil, rep, nil, err
 	}
 	if pending != nil {
 		r.event(rv, "Warning", "Pending", "Place", "%s", pending.message(replicaCount(rv)))
-		return pending, nil, nil
+		return pending, rep, nil, nil
 	}
-	if err := r.syncPeers(ctx, set); err != nil {
-		return nil, nil, err
+	if rep, err = r.replace(ctx, rv, set); err != nil {
+		return nil, rep, nil, fmt.Errorf("replacement: %w", err)
+	}
+	if err := r.syncPeers(ctx, *set); err != nil {
+		return nil, rep, nil, err
 	}
 	var short []string
-	for _, vr := range set {
-		if vr.DeletionTimestamp != nil {
+	for _, vr := range *set {
+		if !member(vr) {
 			continue
 		}
 		if err := r.ensureReplicaSecret(ctx, rv, trust, vr); err != nil {
-			return nil, short, err
+			return nil, rep, short, err
 		}
 		held, err := r.ensureClaim(ctx, rv, vr)
 		if err != nil {
-			return nil, short, err
+			return nil, rep, short, err
 		}
 		if !held {
 			short = append(short, vr.Spec.BackingClaimName)
 		}
 		if err := r.ensureService(ctx, rv, vr); err != nil {
-			return nil, short, err
+			return nil, rep, short, err
 		}
 	}
-	if err := r.syncCapacity(ctx, rv, set, short); err != nil {
-		return nil, short, err
+	if err := r.syncCapacity(ctx, rv, *set, short); err != nil {
+		return nil, rep, short, err
 	}
-	return nil, short, r.ensureMountSecret(ctx, rv, trust)
+	return nil, rep, short, r.ensureMountSecret(ctx, rv, trust)
 }
 
 func (r *Reconciler) reconcileDeletion(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume, set replicaSet) (ctrl.Result, error) {

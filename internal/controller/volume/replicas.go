@@ -3,8 +3,9 @@ package volume
 // VolumeReplicas are the placement record: they are created first, each with
 // its node and port, so a manager that stops after any later step finds the
 // placement again instead of choosing anew (a backing claim bound to one node
-// and a replica on another would never publish). Peers are the one mutable
-// part of a replica's spec and follow the volume's replicas.
+// and a replica on another would never publish). Peers (and the membership
+// request of a replacement, replacement.go) are the mutable part of a
+// replica's spec and follow the volume's members.
 
 import (
 	"context"
@@ -17,35 +18,47 @@ import (
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 )
 
-// replicaSet is a volume's VolumeReplicas by index; a nil entry is not
-// created yet.
+// replicaSet is a volume's VolumeReplicas, sorted by index. Indices below
+// the replica count are the first placement's; a replacement takes the next
+// index above every existing one, so a name (and Raft server ID) is never
+// used twice: the replica with the highest index is removed only after a
+// higher one replaced it.
 type replicaSet []*storagev1alpha1.VolumeReplica
 
-// listReplicas reads the volume's VolumeReplicas and files them by index.
-// One at a replica name that another volume owns is an error: names are
-// identities and are never shared.
+// listReplicas reads the volume's VolumeReplicas. One at a replica name that
+// another volume owns is an error: names are identities and are never
+// shared.
 func (r *Reconciler) listReplicas(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume) (replicaSet, error) {
+	return r.listReplicasFrom(ctx, r.client, rv)
+}
+
+func (r *Reconciler) listReplicasFrom(ctx context.Context, reader client.Reader, rv *storagev1alpha1.ReplicatedVolume) (replicaSet, error) {
 	list := &storagev1alpha1.VolumeReplicaList{}
-	if err := r.client.List(ctx, list, client.InNamespace(r.namespace),
+	if err := reader.List(ctx, list, client.InNamespace(r.namespace),
 		client.MatchingLabels{storagev1alpha1.LabelVolume: rv.Name}); err != nil {
 		return nil, fmt.Errorf("list replicas of volume %s: %w", rv.Name, err)
 	}
-	byName := map[string]*storagev1alpha1.VolumeReplica{}
+	var set replicaSet
 	for i := range list.Items {
-		byName[list.Items[i].Name] = &list.Items[i]
-	}
-	set := make(replicaSet, replicaCount(rv))
-	for i := range set {
-		vr := byName[ReplicaName(rv.Name, i)]
-		if vr == nil {
-			continue
+		vr := &list.Items[i]
+		if _, ok := replicaIndex(rv.Name, vr.Name); !ok {
+			continue // labelled for the volume, but not one of its names: not ours
 		}
 		if !ownedBy(vr, rv) {
 			return nil, fmt.Errorf("VolumeReplica %s/%s is not volume %s's (uid %s): left alone", vr.Namespace, vr.Name, rv.Name, rv.UID)
 		}
-		set[i] = vr
+		set = append(set, vr)
 	}
+	set.sort(rv.Name)
 	return set, nil
+}
+
+func (s replicaSet) sort(volume string) {
+	sort.Slice(s, func(i, j int) bool {
+		a, _ := replicaIndex(volume, s[i].Name)
+		b, _ := replicaIndex(volume, s[j].Name)
+		return a < b
+	})
 }
 
 func replicaCount(rv *storagev1alpha1.ReplicatedVolume) int {
@@ -55,23 +68,73 @@ func replicaCount(rv *storagev1alpha1.ReplicatedVolume) int {
 	return int(rv.Spec.Replicas)
 }
 
-// missing counts the indices without a VolumeReplica.
-func (s replicaSet) missing() int {
-	n := 0
+// replaced: a replacement was ever allocated. The first placement is then
+// complete for good: an index it left is never filled again.
+func (s replicaSet) replaced(want int) bool {
 	for _, vr := range s {
-		if vr == nil {
-			n++
+		if vr.Spec.Replaces != "" {
+			return true
 		}
 	}
-	return n
+	return len(s) > 0 && s.maxIndex(s[0].Spec.VolumeName) >= want
 }
 
-// place creates the missing VolumeReplicas on distinct eligible nodes. It
-// returns the eligibility it found when fewer nodes than needed are eligible
-// (nothing is created then: never fewer replicas than requested).
-func (r *Reconciler) place(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume, set replicaSet) (*eligibility, error) {
-	need := set.missing()
-	if need == 0 {
+// maxIndex is the highest index in the set (-1 when empty).
+func (s replicaSet) maxIndex(volume string) int {
+	m := -1
+	for _, vr := range s {
+		if i, ok := replicaIndex(volume, vr.Name); ok && i > m {
+			m = i
+		}
+	}
+	return m
+}
+
+// firstPlacementMissing lists the first placement's indices without a
+// VolumeReplica.
+func (s replicaSet) firstPlacementMissing(volume string, want int) []int {
+	if s.replaced(want) {
+		return nil
+	}
+	have := map[int]bool{}
+	for _, vr := range s {
+		if i, ok := replicaIndex(volume, vr.Name); ok {
+			have[i] = true
+		}
+	}
+	var out []int
+	for i := 0; i < want; i++ {
+		if !have[i] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// find returns the replica named name, or nil.
+func (s replicaSet) find(name string) *storagev1alpha1.VolumeReplica {
+	for _, vr := range s {
+		if vr.Name == name {
+			return vr
+		}
+	}
+	return nil
+}
+
+// member: the replica is (or is about to be) in the volume's Raft
+// configuration: not being deleted and not recorded as removed from it.
+func member(vr *storagev1alpha1.VolumeReplica) bool {
+	_, removed := vr.Annotations[storagev1alpha1.AnnotationMembershipRemoved]
+	return vr.DeletionTimestamp == nil && !removed
+}
+
+// place creates the first placement's missing VolumeReplicas on distinct
+// eligible nodes. It returns the eligibility it found when fewer nodes than
+// needed are eligible (nothing is created then: never fewer replicas than
+// requested).
+func (r *Reconciler) place(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume, set *replicaSet) (*eligibility, error) {
+	missing := set.firstPlacementMissing(rv.Name, replicaCount(rv))
+	if len(missing) == 0 {
 		return nil, nil
 	}
 	elig, err := r.findEligible(ctx)
@@ -82,43 +145,38 @@ func (r *Reconciler) place(ctx context.Context, rv *storagev1alpha1.ReplicatedVo
 	// ports.go.
 	r.portMu.Lock()
 	defer r.portMu.Unlock()
-	all := &storagev1alpha1.VolumeReplicaList{}
-	if err := r.reader.List(ctx, all, client.InNamespace(r.namespace)); err != nil {
-		return nil, fmt.Errorf("list replicas in %s for port allocation: %w", r.namespace, err)
+	book, err := r.readPortBook(ctx)
+	if err != nil {
+		return nil, err
 	}
-	book := newPortBook(all.Items)
 	taken := map[string]string{}
 	zoneOf := map[string]string{}
 	for _, c := range elig.eligible {
 		zoneOf[c.name] = c.zone
 	}
-	for _, vr := range set {
-		if vr != nil {
-			taken[vr.Spec.Node] = zoneOf[vr.Spec.Node]
-		}
+	for _, vr := range *set {
+		taken[vr.Spec.Node] = zoneOf[vr.Spec.Node]
 	}
-	chosen := choose(elig.eligible, taken, book.load(), need)
+	chosen := choose(elig.eligible, taken, book.load(), len(missing))
 	if chosen == nil {
 		return &elig, nil
 	}
-	var created []int
-	for i := range set {
-		if set[i] != nil {
-			continue
-		}
-		c := chosen[len(created)]
+	var created []*storagev1alpha1.VolumeReplica
+	for n, i := range missing {
+		c := chosen[n]
 		port, err := book.next(c.name, r.ports)
 		if err != nil {
 			return nil, err
 		}
-		set[i] = r.newReplica(rv, i, c.name, port)
-		created = append(created, i)
+		vr := r.newReplica(rv, i, c.name, port)
+		*set = append(*set, vr)
+		created = append(created, vr)
 	}
+	set.sort(rv.Name)
 	// Every new replica lists all of its peers from the start, so the first
 	// replica can bootstrap the full configuration.
-	for _, i := range created {
-		vr := set[i]
-		vr.Spec.Peers = r.peersOf(set, i)
+	for _, vr := range created {
+		vr.Spec.Peers = r.peersOf(*set, vr)
 		if err := r.client.Create(ctx, vr); err != nil {
 			return nil, fmt.Errorf("create VolumeReplica %s on %s port %d: %w", vr.Name, vr.Spec.Node, vr.Spec.Port, err)
 		}
@@ -127,6 +185,16 @@ func (r *Reconciler) place(ctx context.Context, rv *storagev1alpha1.ReplicatedVo
 		r.log.Info("placed replica", "volume", rv.Name, "replica", vr.Name, "node", vr.Spec.Node, "port", vr.Spec.Port)
 	}
 	return nil, nil
+}
+
+// readPortBook reads every VolumeReplica of the namespace from the API
+// server (not the cache) into a port book; the caller holds portMu.
+func (r *Reconciler) readPortBook(ctx context.Context) (portBook, error) {
+	all := &storagev1alpha1.VolumeReplicaList{}
+	if err := r.reader.List(ctx, all, client.InNamespace(r.namespace)); err != nil {
+		return nil, fmt.Errorf("list replicas in %s for port allocation: %w", r.namespace, err)
+	}
+	return newPortBook(all.Items), nil
 }
 
 func (r *Reconciler) newReplica(rv *storagev1alpha1.ReplicatedVolume, i int, node string, port int32) *storagev1alpha1.VolumeReplica {
@@ -148,14 +216,14 @@ func (r *Reconciler) newReplica(rv *storagev1alpha1.ReplicatedVolume, i int, nod
 	return vr
 }
 
-// peersOf lists every other replica of the set by Service address and port.
-func (r *Reconciler) peersOf(set replicaSet, self int) []storagev1alpha1.ReplicaPeer {
+// peersOf lists every other member of the set by Service address and port.
+func (r *Reconciler) peersOf(set replicaSet, self *storagev1alpha1.VolumeReplica) []storagev1alpha1.ReplicaPeer {
 	var out []storagev1alpha1.ReplicaPeer
-	for i, vr := range set {
-		if i == self || vr == nil {
+	for _, vr := range set {
+		if vr.Name == self.Name || !member(vr) {
 			continue
 		}
-		out = append(out, storagev1alpha1.ReplicaPeer{Name: vr.Name, Address: serviceDNSName(vr.Name, r.namespace), Port: vr.Spec.Port})
+		out = append(out, r.peer(vr))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -165,20 +233,29 @@ func (r *Reconciler) peersOf(set replicaSet, self int) []storagev1alpha1.Replica
 // placement interrupted between creates, the first replicas lack the later
 // ones). An unchanged replica gets no write.
 func (r *Reconciler) syncPeers(ctx context.Context, set replicaSet) error {
-	for i, vr := range set {
-		if vr == nil || vr.DeletionTimestamp != nil {
+	for _, vr := range set {
+		if !member(vr) {
 			continue
 		}
-		want := r.peersOf(set, i)
+		want := r.peersOf(set, vr)
 		if equalPeers(vr.Spec.Peers, want) {
 			continue
 		}
+		// A merge patch: the replacement steps patch the same objects in
+		// this reconcile, so an update bound to the read resourceVersion
+		// would conflict with them.
+		orig := vr.DeepCopy()
 		vr.Spec.Peers = want
-		if err := r.client.Update(ctx, vr); err != nil {
+		if err := r.client.Patch(ctx, vr, client.MergeFrom(orig)); err != nil {
 			return fmt.Errorf("update peers of VolumeReplica %s: %w", vr.Name, err)
 		}
 	}
 	return nil
+}
+
+// peer is vr as its peers list it.
+func (r *Reconciler) peer(vr *storagev1alpha1.VolumeReplica) storagev1alpha1.ReplicaPeer {
+	return storagev1alpha1.ReplicaPeer{Name: vr.Name, Address: serviceDNSName(vr.Name, r.namespace), Port: vr.Spec.Port}
 }
 
 func equalPeers(a, b []storagev1alpha1.ReplicaPeer) bool {

@@ -35,14 +35,23 @@ func deriveHealth(want int, set replicaSet) health {
 	h := health{want: want}
 	quorum := want/2 + 1
 	coordinatorReady := false
+	members := 0
 	for _, vr := range set {
-		if vr == nil {
+		if _, removed := removedGeneration(vr); removed {
+			// Removed from the Raft configuration: a replaced replica on
+			// its way out is no member. (A volume being torn down keeps
+			// reporting its replicas.)
 			continue
 		}
+		members++
 		st := vr.Status
 		ready := meta.IsStatusConditionTrue(st.Conditions, storagev1alpha1.ReplicaReady.String())
 		lost := meta.IsStatusConditionTrue(st.Conditions, storagev1alpha1.ReplicaStateLost.String())
-		member := ready && !lost && (st.Role == storagev1alpha1.RoleCoordinator || st.Role == storagev1alpha1.RoleFollower)
+		// A replica whose node or host the controller found gone
+		// (replacement.go) is not counted ready: its host cannot correct
+		// the Ready it reported last.
+		_, hostGone := vr.Annotations[storagev1alpha1.AnnotationUnavailableSince]
+		member := ready && !lost && !hostGone && (st.Role == storagev1alpha1.RoleCoordinator || st.Role == storagev1alpha1.RoleFollower)
 		h.summaries = append(h.summaries, storagev1alpha1.ReplicaSummary{
 			Name: vr.Name, Node: vr.Spec.Node, Role: st.Role, AppliedIndex: st.AppliedIndex, Lag: st.Lag,
 			Ready: member, StateLost: lost,
@@ -65,7 +74,9 @@ func deriveHealth(want int, set replicaSet) health {
 	switch {
 	case !coordinatorReady || h.ready < quorum:
 		h.robustness = storagev1alpha1.RobustnessFaulted
-	case h.ready < want:
+	case h.ready < want || h.ready < members:
+		// A member that is not ready (a lost replica not yet removed from
+		// the configuration) still counts in Raft's quorum.
 		h.robustness = storagev1alpha1.RobustnessDegraded
 	default:
 		h.robustness = storagev1alpha1.RobustnessHealthy
@@ -99,6 +110,7 @@ type outcome struct {
 	deleting  string       // non-empty while tearing down: what it waits for
 	uncertain bool         // the API answered ambiguously during teardown
 	short     []string     // backing claims not yet holding spec.capacity
+	replace   replacement  // the replacement step (replacement.go)
 }
 
 // buildStatus is the volume's status from one reconcile's outcome.
@@ -126,7 +138,7 @@ func buildStatus(rv *storagev1alpha1.ReplicatedVolume, o outcome) storagev1alpha
 		set(storagev1alpha1.VolumePlaced, false, storagev1alpha1.ReasonPending, o.pending.message(want))
 	case o.placedErr != nil:
 		set(storagev1alpha1.VolumePlaced, false, storagev1alpha1.ReasonProvisioning, o.placedErr.Error())
-	case o.set.missing() == 0:
+	case len(o.set.firstPlacementMissing(rv.Name, want)) == 0:
 		set(storagev1alpha1.VolumePlaced, true, storagev1alpha1.ReasonReplicasPlaced,
 			fmt.Sprintf("%d replicas on distinct nodes with their claims, services and trust", want))
 	}
@@ -152,6 +164,11 @@ func buildStatus(rv *storagev1alpha1.ReplicatedVolume, o outcome) storagev1alpha
 	if o.deleting == "" {
 		status, reason, msg := resizing(rv, st.Capacity, o.short)
 		set(storagev1alpha1.VolumeResizing, status == metav1.ConditionTrue, reason, msg)
+	}
+	if o.replace.reason != "" {
+		set(storagev1alpha1.VolumeReplacing, o.replace.active, o.replace.reason, o.replace.message)
+	} else if meta.FindStatusCondition(st.Conditions, storagev1alpha1.VolumeReplacing.String()) == nil {
+		set(storagev1alpha1.VolumeReplacing, false, storagev1alpha1.ReasonNoReplacement, "no replica is lost")
 	}
 	switch {
 	case o.uncertain:

@@ -187,6 +187,7 @@ func (a *Agent) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 		return ctrl.Result{}, a.release(ctx, vr)
 	}
 	obs, err := a.run(ctx, vr)
+	obs.members, obs.membership = a.membershipPass(ctx, vr)
 	if serr := a.writeStatus(ctx, vr, obs); serr != nil {
 		err = errors.Join(err, serr)
 	}

@@ -16,7 +16,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -107,22 +106,15 @@ func (a *Agent) resolvePeers(ctx context.Context, vr *storagev1alpha1.VolumeRepl
 	var peers []replica.Peer
 	var missing []string
 	for _, p := range vr.Spec.Peers {
-		s := &discoveryv1.EndpointSlice{}
-		err := a.client.Get(ctx, client.ObjectKey{Namespace: vr.Namespace, Name: p.Name}, s)
-		if apierrors.IsNotFound(err) {
-			missing = append(missing, p.Name)
-			continue
-		}
+		peer, published, err := a.resolvePeer(ctx, vr.Namespace, p)
 		if err != nil {
-			return nil, nil, fmt.Errorf("read EndpointSlice of peer %s: %w", p.Name, err)
+			return nil, nil, err
 		}
-		if s.Labels[storagev1alpha1.LabelReplica] != p.Name || len(s.Endpoints) == 0 || len(s.Endpoints[0].Addresses) == 0 {
+		if !published {
 			missing = append(missing, p.Name)
 			continue
 		}
-		peers = append(peers, replica.Peer{ID: p.Name,
-			Address:    net.JoinHostPort(s.Endpoints[0].Addresses[0], strconv.Itoa(int(p.Port))),
-			ServerName: p.Address})
+		peers = append(peers, peer)
 	}
 	return peers, missing, nil
 }

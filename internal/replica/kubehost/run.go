@@ -21,6 +21,10 @@ import (
 // conditions the status reports while the worker is not yet hosted.
 type observation struct {
 	published, admitted *metav1.Condition
+	// members and membership come from membership.go; nil keeps what the
+	// status reports.
+	members    []string
+	membership *storagev1alpha1.MembershipOutcome
 }
 
 func condition(t storagev1alpha1.ConditionType, ok bool, reason storagev1alpha1.ConditionReason, msg string) *metav1.Condition {
@@ -126,8 +130,13 @@ func (a *Agent) workerSpec(vr *storagev1alpha1.VolumeReplica, claim *corev1.Pers
 
 // bootstraps: the replica whose name sorts first among its group writes the
 // initial configuration, so exactly one does (replica names differ only in
-// their "-r<i>" suffix).
+// their "-r<i>" suffix). A replacement never does: it joins the existing
+// group through the coordinator's AddReplica, and "-r10" sorts before
+// "-r2", so the name rule alone would let it found a group of its own.
 func bootstraps(vr *storagev1alpha1.VolumeReplica) bool {
+	if vr.Spec.Replaces != "" {
+		return false
+	}
 	names := []string{vr.Name}
 	for _, p := range vr.Spec.Peers {
 		names = append(names, p.Name)

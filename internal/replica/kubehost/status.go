@@ -91,6 +91,12 @@ func (a *Agent) writeStatus(ctx context.Context, vr *storagev1alpha1.VolumeRepli
 		meta.SetStatusCondition(&next.Conditions, *condition(storagev1alpha1.ReplicaReady, false, storagev1alpha1.ReasonWorkerStarting,
 			"no worker runs yet"))
 	}
+	if obs.members != nil {
+		next.Members = obs.members
+	}
+	if obs.membership != nil {
+		next.Membership = obs.membership
+	}
 	for _, c := range []*metav1.Condition{obs.published, obs.admitted} {
 		if c != nil {
 			meta.SetStatusCondition(&next.Conditions, *c)

@@ -65,14 +65,18 @@ func BuildReplicaHost(dir string) (string, error) {
 
 // Stack is the nodes of one test.
 type Stack struct {
-	T          *testing.T
-	Ctx        context.Context
-	Env        *testenv.Env
-	Dir        string
-	NS         string // the storage namespace
-	ManagerNS  string // the manager's namespace (the volumes' CA Secrets)
-	Nodes      []*Node
-	hostBinary string
+	T         *testing.T
+	Ctx       context.Context
+	Env       *testenv.Env
+	Dir       string
+	NS        string // the storage namespace
+	ManagerNS string // the manager's namespace (the volumes' CA Secrets)
+	Nodes     []*Node
+	// ReplacementDelay is the volume controller's
+	// --replica-replacement-delay (zero: its default); set it before
+	// StartController.
+	ReplacementDelay time.Duration
+	hostBinary       string
 }
 
 // New prepares a stack: namespaces, the replica host's generated roles, a
@@ -141,7 +145,7 @@ func (s *Stack) StartController(ports volume.PortRange) {
 		s.T.Fatal(err)
 	}
 	r, err := volume.New(mgr.GetClient(), s.Env.Scheme, volume.Options{Namespace: s.NS, ManagerNamespace: s.ManagerNS,
-		APIReader: mgr.GetAPIReader(), Ports: ports})
+		APIReader: mgr.GetAPIReader(), Ports: ports, ReplicaReplacementDelay: s.ReplacementDelay})
 	if err != nil {
 		s.T.Fatal(err)
 	}
