@@ -122,7 +122,11 @@ func (fx *fixture) guardUnpublication(ps []publishedReplica) *unpublications {
 			u.mu.Lock()
 			defer u.mu.Unlock()
 			u.calls[name]++
+			// Only the first request is ordered against the acknowledgement:
+			// a pass that read a cached replica from before its own
+			// acknowledgement asks again, which unpublishes nothing twice.
 			switch {
+			case u.calls[name] > 1:
 			case apierrors.IsNotFound(err):
 				u.early = append(u.early, name+" (already removed by the manager)")
 			case err != nil:
