@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/cellfleet/cellfleet/internal/apischeme"
+	"github.com/cellfleet/cellfleet/internal/csi/server"
 	"github.com/cellfleet/cellfleet/internal/replica"
 	"github.com/cellfleet/cellfleet/internal/replica/host"
 	"github.com/cellfleet/cellfleet/internal/replica/kubehost"
@@ -28,7 +29,7 @@ const DefaultStorageNamespace = "cellfleet-storage"
 
 type kubeFlags struct {
 	node, namespace, kubeconfig, podIP  string
-	stateDir, consumerRoot              string
+	stateDir, consumerRoot, localCSI    string
 	statusInterval, secretRefresh       time.Duration
 	heartbeat, election, lease, commitT time.Duration
 }
@@ -40,6 +41,7 @@ func (k *kubeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&k.podIP, "pod-ip", os.Getenv("POD_IP"), "Kubernetes mode: the NODE Pod's IP, published in the replicas' EndpointSlices (default $POD_IP)")
 	fs.StringVar(&k.stateDir, "state-dir", "", "Kubernetes mode: host storage for the initialisation history and credentials")
 	fs.StringVar(&k.consumerRoot, "consumer-mount-root", "", "Kubernetes mode: the local driver's consumer mount root as this container sees it")
+	fs.StringVar(&k.localCSI, "local-csi-endpoint", "", "Kubernetes mode: the local CSI driver's socket on this node, unix:///abs/path (the host asks it to publish each backing volume beneath the consumer mount root)")
 	fs.DurationVar(&k.statusInterval, "status-interval", kubehost.DefaultStatusInterval, "Kubernetes mode: how often each replica's status is refreshed")
 	fs.DurationVar(&k.secretRefresh, "secret-refresh", kubehost.DefaultSecretRefresh, "Kubernetes mode: how often each replica's Secret is read again")
 	fs.DurationVar(&k.heartbeat, "heartbeat-timeout", 0, "Kubernetes mode: Raft heartbeat timeout (0: hashicorp/raft default)")
@@ -60,6 +62,9 @@ func (k *kubeFlags) validate(statusListen string) []error {
 	var errs []error
 	if k.stateDir == "" || k.consumerRoot == "" {
 		errs = append(errs, errors.New("kubernetes mode needs -state-dir and -consumer-mount-root"))
+	}
+	if _, err := server.ParseEndpoint(k.localCSI); err != nil {
+		errs = append(errs, fmt.Errorf("kubernetes mode needs -local-csi-endpoint unix:///abs/path of the local CSI driver: %w", err))
 	}
 	if statusListen == "" {
 		errs = append(errs, errors.New("kubernetes mode needs -status-listen"))
@@ -104,7 +109,8 @@ func (k *kubeFlags) run(ctx context.Context, h *host.Host, log *slog.Logger, sto
 		return err
 	}
 	opts := kubehost.Options{Node: k.node, Namespace: k.namespace, PodIP: k.podIP, ConsumerRoot: k.consumerRoot,
-		StateDir: k.stateDir, StatusInterval: k.statusInterval, SecretRefresh: k.secretRefresh, Logger: log,
+		LocalCSIEndpoint: k.localCSI,
+		StateDir:         k.stateDir, StatusInterval: k.statusInterval, SecretRefresh: k.secretRefresh, Logger: log,
 		Timing: replica.Timing{HeartbeatTimeout: k.heartbeat, ElectionTimeout: k.election, LeaderLeaseTimeout: k.lease, CommitTimeout: k.commitT}}
 	go func() {
 		if err := kubehost.Run(ctx, cfg, scheme, h, opts); err != nil {

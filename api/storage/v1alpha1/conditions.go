@@ -91,6 +91,15 @@ const (
 	ReasonAwaitingPublication ConditionReason = "AwaitingPublication"
 	// ReasonPublicationVisible: the bind is visible in the host's namespace.
 	ReasonPublicationVisible ConditionReason = "PublicationVisible"
+	// ReasonPublicationRefused: the backing PV is not the local driver's
+	// (local.storage.eric.dev), so the host never asks for its publication.
+	ReasonPublicationRefused ConditionReason = "PublicationRefused"
+	// ReasonPublishFailed: the local driver's NodePublishVolume failed; the
+	// message carries its CSI error.
+	ReasonPublishFailed ConditionReason = "PublishFailed"
+	// ReasonUnpublishFailed: the local driver's NodeUnpublishVolume failed
+	// after the worker closed; the release is not acknowledged yet.
+	ReasonUnpublishFailed ConditionReason = "UnpublishFailed"
 	// ReasonJournalMissing: the retained Raft journal is absent.
 	ReasonJournalMissing ConditionReason = "JournalMissing"
 	// ReasonJournalTruncated: the retained Raft journal ends before the

@@ -243,6 +243,17 @@ func checkNodeDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
 	if root, _ := flagValue(host.Args, "consumer-mount-root"); root != consumer {
 		t.Errorf("replica-host must read publications at csi-node's --consumer-mount-root=%s; it has -consumer-mount-root=%q", consumer, root)
 	}
+	// The host asks the local driver for each publication (seed 003: no
+	// synthetic kubelet Pod paths): it dials csi-node's own endpoint, whose
+	// host directory it mounts at the same path.
+	localEP, _ := flagValue(local.Args, "endpoint")
+	if ep, _ := flagValue(host.Args, "local-csi-endpoint"); ep == "" || ep != localEP {
+		t.Errorf("replica-host must be started with -local-csi-endpoint=%s (the local driver's --endpoint); got %q", localEP, ep)
+	}
+	sockDir := filepath.Dir(strings.TrimPrefix(localEP, "unix://"))
+	if m := mountAt(host, sockDir); m == nil || hostPath(m) != sockDir {
+		t.Errorf("replica-host must mount the local driver's socket directory %s (host path %s); got %+v", sockDir, sockDir, m)
+	}
 	if sd, _ := flagValue(host.Args, "state-dir"); sd == "" || mountAt(host, sd) == nil || hostPath(mountAt(host, sd)) == "" {
 		t.Errorf("replica-host keeps identity and initialisation history on host storage (seed 003): -state-dir=%s must be a hostPath mount; mounts %v", sd, host.VolumeMounts)
 	}

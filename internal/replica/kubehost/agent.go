@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
+	"github.com/cellfleet/cellfleet/internal/csi/server"
 	"github.com/cellfleet/cellfleet/internal/replica"
 	"github.com/cellfleet/cellfleet/internal/replica/host"
 )
@@ -47,6 +48,10 @@ type Options struct {
 	// (HostToContainer propagation): a backing volume bound to PV p is
 	// published at ConsumerRoot/p.
 	ConsumerRoot string
+	// LocalCSIEndpoint is the local driver's CSI socket on this node
+	// ("unix:///abs/path"): the host asks it to publish and unpublish each
+	// backing volume beneath ConsumerRoot (publish.go).
+	LocalCSIEndpoint string
 	// StateDir is host storage: credentials are written beneath it.
 	StateDir       string
 	Timing         replica.Timing
@@ -65,6 +70,10 @@ func (o *Options) validate() error {
 	}
 	if o.ConsumerRoot == "" || !filepath.IsAbs(o.ConsumerRoot) {
 		errs = append(errs, fmt.Errorf("consumer mount root %q must be an absolute path", o.ConsumerRoot))
+	}
+	if _, err := server.ParseEndpoint(o.LocalCSIEndpoint); err != nil {
+		errs = append(errs, fmt.Errorf("the local CSI driver's endpoint %q must be unix:///absolute/path (the host asks it for each backing volume's publication): %v",
+			o.LocalCSIEndpoint, err))
 	}
 	if o.StateDir == "" {
 		errs = append(errs, errors.New("the state directory is required"))
@@ -93,6 +102,7 @@ type Agent struct {
 	log    *slog.Logger
 	creds  *credentials
 	hosted hostedNames
+	local  *localDriver // the local CSI driver of this node
 }
 
 // Run starts the agent against the API server of cfg and blocks until ctx
@@ -117,13 +127,18 @@ func Run(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, h *host.
 	if err != nil {
 		return fmt.Errorf("replica host manager: %w", err)
 	}
+	ld, err := dialLocalDriver(opts.LocalCSIEndpoint)
+	if err != nil {
+		return err
+	}
+	defer ld.Close()
 	a := &Agent{opts: opts, host: h, client: mgr.GetClient(), reader: mgr.GetAPIReader(), log: opts.Logger,
-		creds: newCredentials(filepath.Join(opts.StateDir, "credentials"))}
+		creds: newCredentials(filepath.Join(opts.StateDir, "credentials")), local: ld}
 	if err := a.setup(mgr); err != nil {
 		return err
 	}
 	a.log.Info("replica host in Kubernetes mode", "node", opts.Node, "namespace", opts.Namespace, "podIP", opts.PodIP,
-		"consumerRoot", opts.ConsumerRoot)
+		"consumerRoot", opts.ConsumerRoot, "localCSI", opts.LocalCSIEndpoint)
 	return mgr.Start(ctx)
 }
 

@@ -3,10 +3,12 @@ package kubehost
 // Release (seed 003: "Workers close before unpublication; the manager waits
 // for an identity-bound release acknowledgement"). A VolumeReplica being
 // deleted is held by the manager's replica-release finalizer; the host
-// closes its worker, removes its EndpointSlice and then acknowledges by
+// closes its worker, removes its EndpointSlice, asks the local driver to
+// unpublish the backing volume (publish.go) and then acknowledges by
 // writing the backing claim's UID into status.releasedClaimUID, with
 // condition Released. The acknowledgement is written only after the worker
-// is closed: the manager reclaims the claim as soon as it reads it.
+// is closed and the volume unpublished: the manager reclaims the claim as
+// soon as it reads it.
 
 import (
 	"context"
@@ -73,9 +75,14 @@ func (a *Agent) release(ctx context.Context, vr *storagev1alpha1.VolumeReplica) 
 	case claim.Labels[storagev1alpha1.LabelReplica] != vr.Name:
 		claim = nil // not this replica's: nothing of ours to acknowledge
 	}
+	// Workers close before unpublication, and the acknowledgement comes
+	// only after it (seed 003): the manager reclaims the claim on reading it.
+	if err := a.unpublish(ctx, vr, claim); err != nil {
+		return a.reportUnpublishFailure(ctx, vr, err)
+	}
 	next := vr.Status.DeepCopy()
 	next.Role = storagev1alpha1.RoleStopped
-	msg := "the worker is closed and its EndpointSlice removed"
+	msg := "the worker is closed, its backing volume unpublished and its EndpointSlice removed"
 	if claim != nil {
 		next.ReleasedClaimUID = string(claim.UID)
 		msg += "; claim " + claim.Name + " (uid " + string(claim.UID) + ") may be reclaimed"

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"path/filepath"
 	"slices"
 	"strconv"
 
@@ -33,8 +32,9 @@ func condition(t storagev1alpha1.ConditionType, ok bool, reason storagev1alpha1.
 }
 
 // run advances a live replica: EndpointSlice first (Raft needs it before
-// quorum), then credentials, the claim's protection and publication, the
-// peers' addresses, and finally the worker.
+// quorum), then credentials, the claim's protection, the local driver's
+// publication of its PV and the bind visible here, the peers' addresses,
+// and finally the worker.
 func (a *Agent) run(ctx context.Context, vr *storagev1alpha1.VolumeReplica) (observation, error) {
 	var obs observation
 	if err := a.ensureSlice(ctx, vr); err != nil {
@@ -60,7 +60,11 @@ func (a *Agent) run(ctx context.Context, vr *storagev1alpha1.VolumeReplica) (obs
 		obs.published = condition(storagev1alpha1.ReplicaPublished, false, storagev1alpha1.ReasonAwaitingPublication, err.Error())
 		return obs, err
 	}
-	dataDir := filepath.Join(a.opts.ConsumerRoot, claim.Spec.VolumeName)
+	dataDir, err := a.publish(ctx, vr, claim)
+	if err != nil {
+		obs.published = condition(storagev1alpha1.ReplicaPublished, false, publishReason(err), err.Error())
+		return obs, err
+	}
 	if ok, err := mountpath.IsMountPoint(mountpath.SelfMountInfo, dataDir); err != nil || !ok {
 		obs.published = condition(storagev1alpha1.ReplicaPublished, false, storagev1alpha1.ReasonAwaitingPublication,
 			fmt.Sprintf("backing volume %s of claim %s is not yet published at %s in this host's mount namespace", claim.Spec.VolumeName, claim.Name, dataDir))
