@@ -328,13 +328,26 @@ func (s *volumeScenario) record() {
 	resultsMu.Unlock()
 }
 
-// cleanup removes the Pods and the claim (the volume's deletion itself is
-// not judged yet).
+// cleanup removes the Pods and the claim and waits until the manager has
+// deleted the volume (its claims, Services, the ReplicatedVolume): those
+// deletions belong to this scenario, not to the next one's audit window. The
+// deletion order itself is not judged yet.
 func (s *volumeScenario) cleanup() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	_ = s.env().DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(storageTestNamespace), client.MatchingLabels{"app": s.name})
 	_ = s.env().Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: storageTestNamespace, Name: s.name}})
+	if s.volume == "" {
+		return
+	}
+	for ctx.Err() == nil {
+		err := s.env().Get(ctx, client.ObjectKey{Name: s.volume}, &storagev1alpha1.ReplicatedVolume{})
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	s.t.Logf("volume %s still exists 3 minutes after its claim was deleted", s.volume)
 }
 
 func (s *volumeScenario) env() client.Client { return env.Client }
