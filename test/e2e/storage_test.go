@@ -340,14 +340,17 @@ func (s *volumeScenario) cleanup() {
 	if s.volume == "" {
 		return
 	}
+	// The PersistentVolume goes last: the csi-provisioner sidecar (the
+	// manager's ServiceAccount) deletes it once DeleteVolume returned.
 	for ctx.Err() == nil {
-		err := s.env().Get(ctx, client.ObjectKey{Name: s.volume}, &storagev1alpha1.ReplicatedVolume{})
-		if apierrors.IsNotFound(err) {
+		rvErr := s.env().Get(ctx, client.ObjectKey{Name: s.volume}, &storagev1alpha1.ReplicatedVolume{})
+		pvErr := s.env().Get(ctx, client.ObjectKey{Name: s.volume}, &corev1.PersistentVolume{})
+		if apierrors.IsNotFound(rvErr) && apierrors.IsNotFound(pvErr) {
 			return
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	s.t.Logf("volume %s still exists 3 minutes after its claim was deleted", s.volume)
+	s.t.Logf("volume %s (ReplicatedVolume or PersistentVolume) still exists 3 minutes after its claim was deleted", s.volume)
 }
 
 func (s *volumeScenario) env() client.Client { return env.Client }
