@@ -2,7 +2,8 @@
 # cluster-down.sh: removes everything cluster-up.sh created, also after a failed or interrupted
 # bring-up: processes (by their recorded pids, then whatever is left in the nodes' own cgroups),
 # Pod sandboxes and their network namespaces, mounts, links, cgroups, iptables chains, and the
-# state under .cluster/ and /run/cellfleet. Safe to run repeatedly. Keeps bin/ (the build caches).
+# state under .cluster/ and /run/cf-cluster; every mount in every node's own mount namespace
+# (node-ns.sh) too. Safe to run repeatedly. Keeps bin/ (the build caches).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/env.sh"
@@ -24,7 +25,8 @@ stop() {
 # node_count: the nodes of the cluster that ran, whatever NODES says now.
 node_count() {
   local n=$NODES d
-  for d in "$W"/nodes/node-* "$RUNDIR"/ctrd-* /sys/fs/cgroup/memory/cf-node-*; do
+  for d in "$W"/nodes/node-* "$RUNDIR"/ctrd-* /sys/fs/cgroup/memory/cf-node-* "$W"/pids/ns-*.pid; do
+    d=${d%.pid}
     [[ -e $d ]] || continue
     d=${d##*-}; [[ $d =~ ^[0-9]+$ ]] && ((d > n)) && n=$d
   done
@@ -55,6 +57,14 @@ for n in $(seq 1 "$N"); do
   # the shims of this node's containerd, matched by its unique socket path
   for p in $(pgrep -f "containerd-shim-runc-v2 .*-address $S( |$)"); do kill -9 "$p" 2>/dev/null; done
   kill_cgroup_procs "$n"
+  # The node's mount namespace: every mount the kubelet, containerd and the CSI plugins made there
+  # (volumes, FUSE mounts, container rootfs, network namespaces, the NODE_PATHS binds), then its holder.
+  p=$(node_ns_pid "$n")
+  if [[ -n $p ]]; then
+    roots=("$W" "$RUNDIR"); for q in "${NODE_PATHS[@]}"; do roots+=("${q#*:}"); done
+    nsenter "--mount=/proc/$p/ns/mnt" -- bash -c "$(declare -f unmount_below); unmount_below ${roots[*]@Q}"
+  fi
+  stop "ns-$n"
 done
 for c in provisioner coredns kube-proxy kube-scheduler kube-controller-manager kube-apiserver etcd; do stop "$c"; done
 for f in "$W"/pids/*.pid; do [[ -f $f ]] && stop "$(basename "$f" .pid)"; done   # anything a test started
@@ -62,9 +72,7 @@ for f in "$W"/pids/*.pid; do [[ -f $f ]] && stop "$(basename "$f" .pid)"; done  
 
 log "unmounting and removing state"
 # Mounts below our state dirs: kubelet volumes, container rootfs, network namespaces. Deepest first.
-for root in "$W" "$RUNDIR"; do
-  awk -v r="$root/" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
-done
+unmount_below "$W" "$RUNDIR"
 for n in $(seq 1 "$N"); do
   ip link del "cf-cni$n" 2>/dev/null
   for h in /sys/fs/cgroup/*/cf-node-"$n"; do [[ -d $h ]] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null; done
@@ -87,5 +95,7 @@ find /var/log/containers -maxdepth 1 -type l \( -lname "$W/*" -o -lname "/var/lo
   while read -r l; do [[ $(readlink "$l") == "$W"/* || ! -e $l ]] && rm -f "$l"; done
 rmdir /var/log/containers 2>/dev/null   # the kubelets create it; keep it if anything else uses it
 ip link del "$BRIDGE" 2>/dev/null
+# The mount points of NODE_PATHS that cluster-up.sh created on the host, if nothing uses them now.
+[[ -f $W/created-paths ]] && while read -r d; do rmdir "$d" 2>/dev/null; done < "$W/created-paths"
 rm -rf "$W" "$RUNDIR"
 log "cluster down"

@@ -24,6 +24,11 @@ if [[ -d $W ]]; then log "removing the previous cluster first"; "$here/cluster-d
 "$here/deps.sh"
 eval "$("$here/build.sh")"
 mkdir -p "$W/pki" "$W/logs" "$W/pids" "$W/cmd" "$RUNDIR"
+# The nodes' own paths (NODE_PATHS) need a mount point on the host; cluster-down.sh removes those
+# this bring-up created (listed in $W/created-paths) when they are empty again.
+for p in "${NODE_PATHS[@]}"; do
+  [[ -d ${p#*:} ]] || { mkdir -p "${p#*:}"; echo "${p#*:}" >> "$W/created-paths"; }
+done
 printf 'K8S=%q\nCRICTL=%q\n' "$K8S" "$CRICTL" > "$W/bin.env"   # for cluster-down.sh and node.sh
 
 failed() {
@@ -215,10 +220,16 @@ evictionHard: {memory.available: "100Mi", nodefs.available: "2%", imagefs.availa
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 EOC
-  start "containerd-$n" containerd --config "$D/containerd.toml"
+  # The node's own mount namespace (node-ns.sh): containerd resolves the DaemonSet's hostPaths and
+  # the kubelet mounts volumes there, on the node's own /var/lib/kubelet, /var/lib/cellfleet and
+  # /run/cellfleet. Both enter it through the holder's pid (node.sh restarts them the same way).
+  start "ns-$n" unshare --mount --propagation slave -- "$here/node-ns.sh" "$n"
+  wait_for "mount namespace of node-$n" 10 test -f "$D/ns-ready"
+  ns=(nsenter "--mount=/proc/$(cat "$W/pids/ns-$n.pid")/ns/mnt" --)
+  start "containerd-$n" "${ns[@]}" containerd --config "$D/containerd.toml"
   wait_for "containerd of node-$n" 20 test -S "$S"
-  start "kubelet-$n" "$K8S/kubelet" --config="$D/kubelet.yaml" --kubeconfig="$D/kubelet.kubeconfig" \
-    --root-dir="$D/kubelet" --hostname-override="node-$n" --node-ip="$(node_ip "$n")" \
+  start "kubelet-$n" "${ns[@]}" "$K8S/kubelet" --config="$D/kubelet.yaml" --kubeconfig="$D/kubelet.kubeconfig" \
+    --root-dir=/var/lib/kubelet --hostname-override="node-$n" --node-ip="$(node_ip "$n")" \
     --node-labels="topology.kubernetes.io/zone=$zone,topology.kubernetes.io/region=local" --v=1
 done
 log "importing images"

@@ -28,10 +28,13 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envEnable) != "1" {
 		os.Exit(m.Run())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute) // the manager, then the NODE DaemonSet
 	c, err := cluster.Connect(ctx)
 	if err == nil {
 		err = deployManager(ctx, c, os.Getenv(envManifest))
+	}
+	if err == nil {
+		err = waitNodeAgents(ctx, c)
 	}
 	cancel()
 	if err != nil {

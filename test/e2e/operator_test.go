@@ -144,5 +144,6 @@ func writeSummary(path string, took time.Duration) error {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %s |\n", r.Scenario, status, r.Duration, r.Acked, r.Verified, dels)
 	}
+	writeStorageSummary(&b)
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
+	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 )
 
 // Environment that points the suites at a cluster other than the local one.
@@ -110,6 +111,9 @@ func Connect(ctx context.Context) (*Cluster, error) {
 		return nil, err
 	}
 	if err := celldv1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := storagev1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	cl, err := client.New(cfg, client.Options{Scheme: scheme})
