@@ -133,6 +133,12 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 		return fmt.Errorf("persist checkpoint: %w", err)
 	}
 	if s.f.opt.OnCheckpoint != nil {
+		if linked {
+			// What the checkpoint holds: its manifest and the linked files.
+			for _, ino := range s.files {
+				n += int64(s.sizes[ino])
+			}
+		}
 		s.f.opt.OnCheckpoint(n)
 	}
 	if err := sink.Close(); err != nil {
