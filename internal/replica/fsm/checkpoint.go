@@ -57,7 +57,7 @@ type snapshot struct {
 	done  func()
 	// sums, when set, are a linked checkpoint's file checksums, verified
 	// as write streams the files (linked.go).
-	sums map[uint64][sha256.Size]byte
+	sums map[uint64]uint32
 	// linked is what persistLinked linked, recorded once the store closed
 	// the checkpoint.
 	linked map[uint64]linkedFile

@@ -15,8 +15,8 @@ package fsm
 //	magic    8 bytes  "CFCKPT\x00\x02"
 //	metaLen  uint32   big endian
 //	meta     metaLen  gob-encoded state (as format 1)
-//	files    repeated: tag 0x02, ino uint64, size uint64, SHA-256 of the
-//	         file's size bytes (a sparse tail read as zeros)
+//	files    repeated: tag 0x02, ino uint64, size uint64, CRC-32C of the
+//	         file's size bytes (a sparse tail read as zeros), uint32
 //	end      tag 0x00
 //	sum      32 bytes SHA-256 of every byte before it
 //
@@ -40,7 +40,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -58,6 +58,16 @@ var linkedMagic = [8]byte{'C', 'F', 'C', 'K', 'P', 'T', 0, 2}
 
 const tagLinked = 2
 
+// linkedEntry is a manifest entry's size: tag, inode, size, CRC-32C.
+const linkedEntry = 1 + 8 + 8 + 4
+
+// castagnoli checksums linked files: CRC-32C runs at about 11 GB/s on
+// this project's machines against SHA-256's 0.5 (the checksum of changed
+// files was 8 % of the 1 MiB write path with SHA-256), and a checksum here
+// detects damage at rest, not forgery; the manifest itself ends in a
+// SHA-256 and raft's store checks its CRC-64.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 // maxLinkedFiles bounds the entries a manifest may name when it is parsed.
 const maxLinkedFiles = 1 << 24
 
@@ -73,7 +83,7 @@ type FilesSink interface {
 type linkedFile struct {
 	dev, ino uint64
 	size     uint64
-	sum      [sha256.Size]byte
+	sum      uint32
 }
 
 // persistLinked links the captured files into the sink's directory and
@@ -137,11 +147,11 @@ func syncAndSum(path string, size uint64, prev linkedFile) (linkedFile, error) {
 	if err := unix.Fdatasync(int(fh.Fd())); err != nil {
 		return linkedFile{}, fmt.Errorf("fdatasync: %w", err)
 	}
-	h := sha256.New()
+	h := crc32.New(castagnoli)
 	if err := copySized(h, fh, size); err != nil {
 		return linkedFile{}, fmt.Errorf("checksum: %w", err)
 	}
-	h.Sum(lf.sum[:0])
+	lf.sum = h.Sum32()
 	return lf, nil
 }
 
@@ -163,13 +173,13 @@ func (s *snapshot) writeManifest(out io.Writer, files map[uint64]linkedFile) (in
 	binary.BigEndian.PutUint32(hdr[:], uint32(len(s.meta)))
 	cw.Write(hdr[:])
 	cw.Write(s.meta)
-	var ent [17 + sha256.Size]byte
+	var ent [linkedEntry]byte
 	for _, ino := range s.files {
 		lf := files[ino]
 		ent[0] = tagLinked
 		binary.BigEndian.PutUint64(ent[1:9], ino)
 		binary.BigEndian.PutUint64(ent[9:17], lf.size)
-		copy(ent[17:], lf.sum[:])
+		binary.BigEndian.PutUint32(ent[17:21], lf.sum)
 		cw.Write(ent[:])
 	}
 	cw.Write([]byte{tagEnd})
@@ -210,7 +220,7 @@ func ExpandCheckpoint(state *bufio.Reader, dir string) (stream io.ReadCloser, si
 func readManifest(r io.Reader) (*snapshot, error) {
 	h := sha256.New()
 	tr := io.TeeReader(r, h)
-	var hdr [17 + sha256.Size]byte
+	var hdr [linkedEntry]byte
 	if _, err := io.ReadFull(tr, hdr[:12]); err != nil {
 		return nil, fmt.Errorf("%w: manifest: %v", ErrCheckpointCorrupt, err)
 	}
@@ -218,7 +228,7 @@ func readManifest(r io.Reader) (*snapshot, error) {
 	if metaLen > maxMeta {
 		return nil, fmt.Errorf("%w: metadata length %d", ErrCheckpointCorrupt, metaLen)
 	}
-	s := &snapshot{meta: make([]byte, metaLen), sizes: map[uint64]uint64{}, sums: map[uint64][sha256.Size]byte{}}
+	s := &snapshot{meta: make([]byte, metaLen), sizes: map[uint64]uint64{}, sums: map[uint64]uint32{}}
 	if _, err := io.ReadFull(tr, s.meta); err != nil {
 		return nil, fmt.Errorf("%w: metadata: %v", ErrCheckpointCorrupt, err)
 	}
@@ -245,7 +255,7 @@ func readManifest(r io.Reader) (*snapshot, error) {
 		}
 		s.files = append(s.files, ino)
 		s.sizes[ino] = size
-		s.sums[ino] = [sha256.Size]byte(hdr[17:])
+		s.sums[ino] = binary.BigEndian.Uint32(hdr[17:21])
 	}
 	want := h.Sum(nil)
 	got := make([]byte, len(want))
@@ -257,25 +267,20 @@ func readManifest(r io.Reader) (*snapshot, error) {
 
 // verifiedCopy is copyExactly for a linked file: the bytes are checked
 // against the manifest's checksum before the stream goes on.
-func verifiedCopy(w io.Writer, path string, size uint64, want [sha256.Size]byte, ino uint64) error {
+func verifiedCopy(w io.Writer, path string, size uint64, want uint32, ino uint64) error {
 	fh, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("%w: linked file of inode %d: %v", ErrCheckpointCorrupt, ino, err)
 	}
 	defer fh.Close()
-	h := sha256.New()
+	h := crc32.New(castagnoli)
 	if err := copySized(io.MultiWriter(w, h), fh, size); err != nil {
 		return err
 	}
-	if !sumIs(h, want) {
+	if h.Sum32() != want {
 		return fmt.Errorf("%w: linked file of inode %d: checksum mismatch", ErrCheckpointCorrupt, ino)
 	}
 	return nil
-}
-
-func sumIs(h hash.Hash, want [sha256.Size]byte) bool {
-	var got [sha256.Size]byte
-	return bytes.Equal(h.Sum(got[:0]), want[:])
 }
 
 func (f *FSM) lastLinked() map[uint64]linkedFile {
