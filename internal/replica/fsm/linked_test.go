@@ -37,7 +37,7 @@ func checkpointThroughStore(t *testing.T, h *harness, store *journal.CheckpointS
 	return sink.ID()
 }
 
-func openStore(t *testing.T, dir string) *journal.CheckpointStore {
+func openStore(t testing.TB, dir string) *journal.CheckpointStore {
 	t.Helper()
 	s, err := journal.OpenCheckpoints(dir, 2, hclog.NewNullLogger(), nil, nil, ExpandCheckpoint)
 	if err != nil {
