@@ -52,23 +52,11 @@ func BenchmarkCheckpointPersist(b *testing.B) {
 					h.fill(inos[k], data)
 				}
 				store := openStore(b, b.TempDir())
-				persist := func() {
-					snap, err := f.Snapshot()
-					if err != nil {
-						b.Fatal(err)
-					}
-					defer snap.Release()
-					sink, err := store.Create(raft.SnapshotVersionMax, h.index, 1, raft.Configuration{}, 1, nil)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if !linked {
-						sink = streamedSink{sink}
-					}
-					if err := snap.Persist(sink); err != nil {
-						b.Fatal(err)
-					}
+				var wrap func(raft.SnapshotSink) raft.SnapshotSink
+				if !linked {
+					wrap = func(s raft.SnapshotSink) raft.SnapshotSink { return streamedSink{s} }
 				}
+				persist := func() { checkpointThroughStore(b, h, store, wrap) }
 				persist() // the previous checkpoint
 				var cpu time.Duration
 				b.ResetTimer()

@@ -19,8 +19,8 @@ import (
 )
 
 // checkpointThroughStore takes a checkpoint of h into the real checkpoint
-// store and returns its ID.
-func checkpointThroughStore(t *testing.T, h *harness, store *journal.CheckpointStore) string {
+// store and returns its ID; wrap, when set, wraps the store's sink.
+func checkpointThroughStore(t testing.TB, h *harness, store *journal.CheckpointStore, wrap func(raft.SnapshotSink) raft.SnapshotSink) string {
 	t.Helper()
 	snap, err := h.f.Snapshot()
 	if err != nil {
@@ -30,6 +30,9 @@ func checkpointThroughStore(t *testing.T, h *harness, store *journal.CheckpointS
 	sink, err := store.Create(raft.SnapshotVersionMax, h.index, 1, raft.Configuration{}, 1, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if wrap != nil {
+		sink = wrap(sink)
 	}
 	if err := snap.Persist(sink); err != nil {
 		t.Fatal(err)
@@ -79,7 +82,7 @@ func TestLinkedCheckpointWritesNoFileDataAndRestoresWhatItCaptured(t *testing.T)
 	}
 	dir := t.TempDir()
 	store := openStore(t, dir)
-	id := checkpointThroughStore(t, h, store)
+	id := checkpointThroughStore(t, h, store, nil)
 
 	st, err := os.Stat(filepath.Join(dir, journal.CheckpointDir, "snapshots", id, "state.bin"))
 	if err != nil {
@@ -171,7 +174,7 @@ func TestLinkedCheckpointReadsOnlyTheFilesChangedSinceTheLast(t *testing.T) {
 
 	measure := func(what string) int64 {
 		r0 := readBytes(t)
-		checkpointThroughStore(t, h, store)
+		checkpointThroughStore(t, h, store, nil)
 		n := readBytes(t) - r0
 		t.Logf("%s: %d bytes read", what, n)
 		return n
