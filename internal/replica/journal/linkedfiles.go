@@ -70,7 +70,9 @@ func (d *durableSink) Cancel() error {
 // (reaped, cancelled, or left by a crash). The files directories are listed
 // before the checkpoints, so a sink created meanwhile is never reaped: its
 // checkpoint directory (ID.tmp) exists before its files directory does.
-func (s *CheckpointStore) reapFiles() error {
+// With inProgress false (at open, when no sink can be in progress) an
+// unfinished checkpoint's files go too: a crash left them.
+func (s *CheckpointStore) reapFiles(inProgress bool) error {
 	files, err := os.ReadDir(filepath.Join(s.dir, checkpointFilesDir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -84,7 +86,10 @@ func (s *CheckpointStore) reapFiles() error {
 	}
 	live := make(map[string]bool, len(snaps))
 	for _, e := range snaps {
-		live[strings.TrimSuffix(e.Name(), ".tmp")] = true
+		id, tmp := strings.CutSuffix(e.Name(), ".tmp")
+		if !tmp || inProgress {
+			live[id] = true
+		}
 	}
 	for _, e := range files {
 		if live[e.Name()] {

@@ -73,7 +73,7 @@ func OpenCheckpoints(dir string, retain int, logger hclog.Logger, outbound Outbo
 	}
 	s := &CheckpointStore{FileSnapshotStore: fs, dir: filepath.Join(dir, CheckpointDir), outbound: outbound, sending: sending,
 		expand: expand, logger: logger}
-	if err := s.reapFiles(); err != nil {
+	if err := s.reapFiles(false); err != nil {
 		return nil, fmt.Errorf("open checkpoint store: %w", err)
 	}
 	return s, nil
@@ -116,7 +116,7 @@ func (d *durableSink) Close() error {
 	// raft reaped the checkpoints beyond its retention in Close; their
 	// links go now. A failure leaves links that only cost copies at later
 	// writes (copy-on-write) until the next reap: not a checkpoint failure.
-	if err := d.store.reapFiles(); err != nil {
+	if err := d.store.reapFiles(true); err != nil {
 		d.store.logger.Warn("removing reaped checkpoints' files failed", "error", err)
 	}
 	return nil
