@@ -152,7 +152,7 @@ func (w *Worker) start() error {
 		return err
 	}
 	leading := func() bool { r := w.shared.Load(); return r != nil && r.State() == raft.Leader }
-	if w.snaps, err = journal.OpenCheckpoints(dir, 2, hl, w.cfg.Outbound, leading); err != nil {
+	if w.snaps, err = journal.OpenCheckpoints(dir, 2, hl, w.cfg.Outbound, leading, fsm.ExpandCheckpoint); err != nil {
 		return err
 	}
 	first, _ := w.wal.FirstIndex()

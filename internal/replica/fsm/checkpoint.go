@@ -55,6 +55,12 @@ type snapshot struct {
 	files []uint64
 	sizes map[uint64]uint64
 	done  func()
+	// sums, when set, are a linked checkpoint's file checksums, verified
+	// as write streams the files (linked.go).
+	sums map[uint64]uint32
+	// linked is what persistLinked linked, recorded once the store closed
+	// the checkpoint.
+	linked map[uint64]linkedFile
 }
 
 // Snapshot captures the state at the last applied entry: metadata and a
@@ -106,17 +112,42 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	return s, nil
 }
 
-// Persist streams the checkpoint to the snapshot store.
+// Persist writes the checkpoint to the snapshot store: linked (linked.go)
+// when the store keeps files beside it, else streamed.
 func (s *snapshot) Persist(sink raft.SnapshotSink) error {
-	n, err := s.write(sink)
+	// Until this checkpoint is closed, no checksum of an earlier one may
+	// be reused: a failed checkpoint breaks the chain of links.
+	prev := s.f.lastLinked()
+	s.f.setLastLinked(nil)
+	var n int64
+	var err error
+	linked := false
+	if fs, ok := sink.(FilesSink); ok {
+		n, linked, err = s.persistLinked(fs, prev)
+	}
+	if err == nil && !linked {
+		n, err = s.write(sink)
+	}
 	if err != nil {
 		sink.Cancel()
 		return fmt.Errorf("persist checkpoint: %w", err)
 	}
 	if s.f.opt.OnCheckpoint != nil {
+		if linked {
+			// What the checkpoint holds: its manifest and the linked files.
+			for _, ino := range s.files {
+				n += int64(s.sizes[ino])
+			}
+		}
 		s.f.opt.OnCheckpoint(n)
 	}
-	return sink.Close()
+	if err := sink.Close(); err != nil {
+		return err
+	}
+	if linked {
+		s.f.setLastLinked(s.linked)
+	}
+	return nil
 }
 
 func (s *snapshot) write(out io.Writer) (int64, error) {
@@ -134,7 +165,14 @@ func (s *snapshot) write(out io.Writer) (int64, error) {
 		binary.BigEndian.PutUint64(hdr[1:9], ino)
 		binary.BigEndian.PutUint64(hdr[9:17], size)
 		cw.Write(hdr[:17])
-		if err := copyExactly(cw, filepath.Join(s.dir, strconv.FormatUint(ino, 16)), size); err != nil {
+		path := filepath.Join(s.dir, strconv.FormatUint(ino, 16))
+		var err error
+		if s.sums != nil {
+			err = verifiedCopy(cw, path, size, s.sums[ino], ino)
+		} else {
+			err = copyExactly(cw, path, size)
+		}
+		if err != nil {
 			return cw.n, err
 		}
 	}
@@ -160,12 +198,7 @@ func copyExactly(w io.Writer, path string, size uint64) error {
 		return err
 	}
 	defer fh.Close()
-	k, err := io.Copy(w, io.LimitReader(fh, int64(size)))
-	if err != nil {
-		return err
-	}
-	_, err = io.CopyN(w, zeroReader{}, int64(size)-k)
-	return err
+	return copySized(w, fh, size)
 }
 
 type zeroReader struct{}
@@ -227,6 +260,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("install checkpoint: %w", err)
 	}
 	os.RemoveAll(old)
+	f.setLastLinked(nil) // the tree's inodes are new
 	st.rebuildNames()
 	f.st = st
 	f.setApplied(st.Applied)

@@ -65,6 +65,11 @@ type FSM struct {
 
 	failMu sync.Mutex
 	failed error
+
+	// linkedMu guards linked: the files the newest linked checkpoint holds
+	// (linked.go), whose checksums the next one may reuse.
+	linkedMu sync.Mutex
+	linked   map[uint64]linkedFile
 }
 
 // New discards any tree left by a previous run (the journal and checkpoints

@@ -17,7 +17,7 @@ import (
 const testSession = 42
 
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	f     *FSM
 	index uint64
 	seq   uint64

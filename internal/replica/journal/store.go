@@ -52,12 +52,14 @@ type CheckpointStore struct {
 	dir      string // dir/checkpoints; raft keeps each under snapshots/
 	outbound Outbound
 	sending  func() bool // true when an Open serves a transfer to a peer
+	expand   Expander    // nil: states are opened as stored
+	logger   hclog.Logger
 }
 
 // OpenCheckpoints opens dir/checkpoints, keeping retain checkpoints.
 // sending tells an Open for a peer transfer (the replica leads) from one for
-// a local restore.
-func OpenCheckpoints(dir string, retain int, logger hclog.Logger, outbound Outbound, sending func() bool) (*CheckpointStore, error) {
+// a local restore; expand opens linked checkpoints (linkedfiles.go).
+func OpenCheckpoints(dir string, retain int, logger hclog.Logger, outbound Outbound, sending func() bool, expand Expander) (*CheckpointStore, error) {
 	fs, err := raft.NewFileSnapshotStoreWithLogger(filepath.Join(dir, CheckpointDir), retain, logger)
 	if err != nil {
 		return nil, fmt.Errorf("open checkpoint store: %w", err)
@@ -69,7 +71,12 @@ func OpenCheckpoints(dir string, retain int, logger hclog.Logger, outbound Outbo
 			return nil, fmt.Errorf("open checkpoint store: %w", err)
 		}
 	}
-	return &CheckpointStore{FileSnapshotStore: fs, dir: filepath.Join(dir, CheckpointDir), outbound: outbound, sending: sending}, nil
+	s := &CheckpointStore{FileSnapshotStore: fs, dir: filepath.Join(dir, CheckpointDir), outbound: outbound, sending: sending,
+		expand: expand, logger: logger}
+	if err := s.reapFiles(false); err != nil {
+		return nil, fmt.Errorf("open checkpoint store: %w", err)
+	}
+	return s, nil
 }
 
 // Create starts a checkpoint whose Close also makes the checkpoint
@@ -85,7 +92,7 @@ func (s *CheckpointStore) Create(version raft.SnapshotVersion, index, term uint6
 	if err != nil {
 		return nil, err
 	}
-	return &durableSink{SnapshotSink: sink, dir: filepath.Join(s.dir, raftSnapshotsDir)}, nil
+	return &durableSink{SnapshotSink: sink, dir: filepath.Join(s.dir, raftSnapshotsDir), files: s.filesDir(sink.ID()), store: s}, nil
 }
 
 // raftSnapshotsDir is where raft's FileSnapshotStore keeps its checkpoints
@@ -94,7 +101,9 @@ const raftSnapshotsDir = "snapshots"
 
 type durableSink struct {
 	raft.SnapshotSink
-	dir string
+	dir   string
+	files string // linked files' directory (linkedfiles.go)
+	store *CheckpointStore
 }
 
 func (d *durableSink) Close() error {
@@ -103,6 +112,12 @@ func (d *durableSink) Close() error {
 	}
 	if err := durable.SyncDir(filepath.Join(d.dir, d.ID())); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", d.ID(), err)
+	}
+	// raft reaped the checkpoints beyond its retention in Close; their
+	// links go now. A failure leaves links that only cost copies at later
+	// writes (copy-on-write) until the next reap: not a checkpoint failure.
+	if err := d.store.reapFiles(true); err != nil {
+		d.store.logger.Warn("removing reaped checkpoints' files failed", "error", err)
 	}
 	return nil
 }
@@ -114,13 +129,14 @@ var ErrRebuildPending = fmt.Errorf("outbound rebuild pending: the host's concurr
 // Open opens a checkpoint; transfers to peers are admitted and throttled.
 func (s *CheckpointStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
 	if s.outbound == nil || s.sending == nil || !s.sending() {
-		return s.FileSnapshotStore.Open(id)
+		meta, rc, _, err := s.openState(id)
+		return meta, rc, err
 	}
 	wrap, release, ok := s.outbound.Begin()
 	if !ok {
 		return nil, nil, ErrRebuildPending
 	}
-	meta, rc, err := s.FileSnapshotStore.Open(id)
+	meta, rc, _, err := s.openState(id)
 	if err != nil {
 		release()
 		return nil, nil, err
@@ -225,13 +241,20 @@ func (s *CheckpointStore) onDisk() ([]checkpointName, error) {
 }
 
 // verify opens a checkpoint through raft's store, which checks the
-// metadata and the state's CRC-64.
+// metadata and the state's CRC-64; a linked checkpoint's files are read
+// against their checksums too.
 func (s *CheckpointStore) verify(id string) error {
-	meta, rc, err := s.FileSnapshotStore.Open(id)
+	meta, rc, linked, err := s.openState(id)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrCheckpointUnusable, err)
 	}
+	if linked {
+		_, err = io.Copy(io.Discard, rc)
+	}
 	rc.Close()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrCheckpointUnusable, err)
+	}
 	if meta.ID != id {
 		return fmt.Errorf("%w: metadata names %s", ErrCheckpointUnusable, meta.ID)
 	}

@@ -46,7 +46,7 @@ func TestUsableRefusesAFallbackTheJournalNoLongerFollows(t *testing.T) {
 	id := Identity{Volume: "v", Replica: "r1", Generation: 1}
 	for name, corrupt := range damage {
 		t.Run(name, func(t *testing.T) {
-			s, err := OpenCheckpoints(t.TempDir(), 2, hclog.NewNullLogger(), nil, nil)
+			s, err := OpenCheckpoints(t.TempDir(), 2, hclog.NewNullLogger(), nil, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
