@@ -70,7 +70,7 @@ func (c *Controller) ControllerExpandVolume(ctx context.Context, req *csi.Contro
 	if err := c.checkLimit(ctx, rpc, sc.Name, rv.Spec.Replicas, bytes-have); err != nil {
 		return nil, err
 	}
-	if rv, err = c.updateCapacity(ctx, rpc, rv, bytes); err != nil {
+	if err := c.updateCapacity(ctx, rpc, rv, bytes); err != nil {
 		return nil, err
 	}
 	c.log.Info("csi controller: volume capacity grown", "volume", id, "from", have, "to", bytes)
@@ -86,22 +86,22 @@ const conflictRetries = 5
 // write moves the resourceVersion, so a conflict whose fresh read shows the
 // same spec is retried at once on the fresh object; a conflict with a
 // changed spec (another expansion, a deletion) is the caller's to retry.
-func (c *Controller) updateCapacity(ctx context.Context, rpc string, rv *volume, bytes int64) (*volume, error) {
+func (c *Controller) updateCapacity(ctx context.Context, rpc string, rv *volume, bytes int64) error {
 	have := rv.Spec.Capacity.Value()
 	for attempt := 1; ; attempt++ {
 		rv.Spec.Capacity = *resource.NewQuantity(bytes, resource.BinarySI)
 		err := c.client.Update(ctx, rv)
 		if !apierrors.IsConflict(err) || attempt == conflictRetries {
-			return rv, capacityUpdateError(rpc, bytes, err)
+			return capacityUpdateError(rpc, bytes, err)
 		}
 		fresh, gerr := c.getVolume(ctx, rv.Name)
 		switch {
 		case gerr != nil:
-			return nil, gerr
+			return gerr
 		case fresh == nil:
-			return nil, status.Errorf(codes.NotFound, "%s: the volume was deleted", rpc)
+			return status.Errorf(codes.NotFound, "%s: the volume was deleted", rpc)
 		case fresh.DeletionTimestamp != nil || fresh.Spec.Capacity.Value() != have:
-			return nil, status.Errorf(codes.Aborted, "%s: the volume changed while growing it; retry", rpc)
+			return status.Errorf(codes.Aborted, "%s: the volume changed while growing it; retry", rpc)
 		}
 		rv = fresh
 	}
