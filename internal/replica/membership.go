@@ -14,10 +14,27 @@ const MembershipTimeout = 30 * time.Second
 // ErrNotCoordinator: membership changes are made by the coordinator.
 var ErrNotCoordinator = errors.New("this replica is not the coordinator")
 
-// AddReplica adds one voter through a Raft configuration change. The new
-// replica catches up from the journal or a checkpoint plus the tail. One
+// CaughtUpEntries is how far behind the coordinator's last index a
+// non-voter may be when it is promoted to voter.
+const CaughtUpEntries = 64
+
+// ErrCatchingUp: the replica being added is a non-voter that has not caught
+// up yet; ask again later (nothing is undone).
+var ErrCatchingUp = errors.New("the new replica catches up as a non-voter before it votes")
+
+// AddReplica adds one voter through Raft configuration changes, in two
+// stages: first as a non-voter, which receives the journal (or a
+// checkpoint and the tail) without counting for quorum, then, once it is
+// within CaughtUpEntries of the coordinator's last index, promoted to
+// voter. Adding a voter at once would make a configuration whose quorum
+// needs the new replica before it holds the journal: with one member lost
+// (the reason to add one), every commit would wait for its whole rebuild.
+//
+// AddReplica waits up to catchUp for the catch-up; past it, it returns
+// ErrCatchingUp and the non-voter stays, so the next call continues where
+// this one stopped. A replica that already votes is added already. One
 // change at a time: a second call waits for the first.
-func (w *Worker) AddReplica(p Peer) error {
+func (w *Worker) AddReplica(p Peer, catchUp time.Duration) error {
 	w.memberMu.Lock()
 	defer w.memberMu.Unlock()
 	if w.raft.State() != raft.Leader {
@@ -29,11 +46,61 @@ func (w *Worker) AddReplica(p Peer) error {
 	w.peersMu.Lock()
 	w.peers[raft.ServerID(p.ID)] = p
 	w.peersMu.Unlock()
-	if err := w.raft.AddVoter(raft.ServerID(p.ID), p.raftAddress(), 0, MembershipTimeout).Error(); err != nil {
+	id := raft.ServerID(p.ID)
+	suffrage, present, err := w.suffrage(id)
+	switch {
+	case err != nil:
+		return fmt.Errorf("add replica %s: read the configuration: %w", p.ID, err)
+	case present && suffrage == raft.Voter:
+		return nil
+	case !present:
+		if err := w.raft.AddNonvoter(id, p.raftAddress(), 0, MembershipTimeout).Error(); err != nil {
+			return fmt.Errorf("add replica %s as a non-voter: %w", p.ID, err)
+		}
+		w.log.Info("replica added as a non-voter; it votes once caught up", "member", p.ID)
+	}
+	if err := w.awaitCaughtUp(id, catchUp); err != nil {
 		return fmt.Errorf("add replica %s: %w", p.ID, err)
+	}
+	if err := w.raft.AddVoter(id, p.raftAddress(), 0, MembershipTimeout).Error(); err != nil {
+		return fmt.Errorf("promote replica %s to voter: %w", p.ID, err)
 	}
 	w.log.Info("replica added", "member", p.ID)
 	return nil
+}
+
+// suffrage is id's suffrage in the current configuration.
+func (w *Worker) suffrage(id raft.ServerID) (raft.ServerSuffrage, bool, error) {
+	f := w.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return 0, false, err
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.ID == id {
+			return s.Suffrage, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// awaitCaughtUp waits until the coordinator has seen id acknowledge entries
+// within CaughtUpEntries of its last index, for at most d.
+func (w *Worker) awaitCaughtUp(id raft.ServerID, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		last, term := w.raft.LastIndex(), w.raft.CurrentTerm()
+		m := w.progress.of(id, term)
+		if m+CaughtUpEntries >= last {
+			return nil
+		}
+		if w.raft.State() != raft.Leader {
+			return ErrNotCoordinator
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: acknowledged index %d, %d entries behind the coordinator's %d", ErrCatchingUp, m, last-m, last)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // KnowPeer records how this worker reaches p, so that a member added by

@@ -147,7 +147,9 @@ func (h *Host) addMember(w http.ResponseWriter, r *http.Request) {
 	if wk == nil {
 		return
 	}
-	if err := wk.AddReplica(p); err != nil {
+	// The node's own tool waits for the whole catch-up (one call, as
+	// before); a 503 past it says to ask again, the non-voter staying.
+	if err := wk.AddReplica(p, replica.MembershipTimeout); err != nil {
 		fail(w, memberCode(err), err)
 		return
 	}

@@ -13,10 +13,13 @@ package kubehost
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"slices"
 	"strconv"
+	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,7 +57,11 @@ func (a *Agent) membershipPass(ctx context.Context, vr *storagev1alpha1.VolumeRe
 		Result: storagev1alpha1.MembershipSucceeded}
 	if err := a.perform(ctx, vr, w, req); err != nil {
 		out.Result, out.Message = storagev1alpha1.MembershipFailed, truncate(err.Error(), 1024)
-		a.log.Warn("membership change failed; retried on a later pass", "replica", vr.Name, "volume", vr.Spec.VolumeName,
+		level := slog.LevelWarn
+		if errors.Is(err, replica.ErrCatchingUp) { // progress, not a failure: a rebuild takes many passes
+			level = slog.LevelInfo
+		}
+		a.log.Log(ctx, level, "membership change not committed yet; asked again on a later pass", "replica", vr.Name, "volume", vr.Spec.VolumeName,
 			"generation", req.Generation, "operation", req.Operation, "member", req.Member.Name, "error", err)
 	} else {
 		a.log.Info("membership change committed", "replica", vr.Name, "volume", vr.Spec.VolumeName,
@@ -66,6 +73,11 @@ func (a *Agent) membershipPass(ctx context.Context, vr *storagev1alpha1.VolumeRe
 	}
 	return members, out
 }
+
+// addCatchUpWait bounds how long one pass waits for a non-voter's catch-up:
+// the host's passes run one at a time, so a long wait would hold back every
+// other replica's status on the node.
+const addCatchUpWait = 2 * time.Second
 
 // performed: the host already reported req's generation Succeeded.
 func performed(done *storagev1alpha1.MembershipOutcome, req *storagev1alpha1.MembershipChange) bool {
@@ -82,7 +94,7 @@ func (a *Agent) perform(ctx context.Context, vr *storagev1alpha1.VolumeReplica, 
 		if !published {
 			return fmt.Errorf("the EndpointSlice of member %s is not published yet", req.Member.Name)
 		}
-		return w.AddReplica(p)
+		return w.AddReplica(p, addCatchUpWait)
 	case storagev1alpha1.MembershipRemove:
 		if req.Member.Name == vr.Name {
 			// A coordinator never removes itself: the controller asks only
