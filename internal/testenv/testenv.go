@@ -115,11 +115,15 @@ func (e *Env) Stop() error {
 
 // Main is a TestMain body: it starts one Env for the package's tests, stores
 // it in *env, logs the API server's version, runs the tests and stops it.
-func Main(m *testing.M, env **Env) {
+func Main(m *testing.M, env **Env) { os.Exit(Run(m, env)) }
+
+// Run is Main without the exit, for a TestMain with more to clean up: it
+// returns the tests' exit code.
+func Run(m *testing.M, env **Env) int {
 	e, err := Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testenv:", err)
-		os.Exit(1)
+		return 1
 	}
 	slog.Info("envtest: real kube-apiserver running", "version", e.Version, "host", e.Config.Host)
 	*env = e
@@ -130,7 +134,7 @@ func Main(m *testing.M, env **Env) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // ApplyFile creates every object of a YAML manifest (generated RBAC, say);

@@ -1,8 +1,6 @@
 package kubehost_test
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/cellfleet/cellfleet/internal/testenv"
@@ -16,29 +14,4 @@ var (
 
 // TestMain builds the real replica-host binary (the tests run it as
 // processes, one per "node") and starts one real API server.
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "kubehost-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	if hostBinary, err = nodestack.BuildReplicaHost(dir); err != nil {
-		fmt.Fprintln(os.Stderr, "the Kubernetes-mode tests:", err)
-		return 1
-	}
-	if env, err = testenv.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "testenv:", err)
-		return 1
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "testenv:", err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	return code
-}
+func TestMain(m *testing.M) { nodestack.Main(m, &env, &hostBinary) }

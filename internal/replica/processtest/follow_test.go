@@ -1,10 +1,8 @@
 package processtest
 
 import (
-	"context"
 	"fmt"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,39 +61,8 @@ func TestMountFollowsACoordinatorOutsideItsConfiguredEndpoints(t *testing.T) {
 	ino := createFile(t, cl, "data")
 
 	// Continuous writes through the whole change.
-	ctx, stop := context.WithCancel(context.Background())
-	var written atomic.Int64
-	done := make(chan error, 1)
-	go func() {
-		for k := 0; ; k++ {
-			if ctx.Err() != nil {
-				done <- nil
-				return
-			}
-			wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			_, _, err := cl.Append(wctx, ino, record(k))
-			cancel()
-			if err != nil {
-				done <- fmt.Errorf("append of record %d was not acknowledged: %w", k, err)
-				return
-			}
-			written.Store(int64(k + 1))
-		}
-	}()
-	waitWritten := func(n int64) {
-		eventually(t, 30*time.Second, fmt.Sprintf("%d records written", n), func() error {
-			select {
-			case err := <-done:
-				t.Fatal(err)
-			default:
-			}
-			if got := written.Load(); got < n {
-				return fmt.Errorf("%d written", got)
-			}
-			return nil
-		})
-	}
-	waitWritten(20)
+	wr := startRecords(t, cl, ino, 30*time.Second)
+	wr.waitFor(20, 30*time.Second)
 
 	old := 2
 	leader := c.waitLeader(10 * time.Second)
@@ -114,21 +81,17 @@ func TestMountFollowsACoordinatorOutsideItsConfiguredEndpoints(t *testing.T) {
 	}
 	c.kill(old)
 	c.converged(30*time.Second, 0, 1, spareReplica)
-	waitWritten(written.Load() + 20)
+	wr.waitFor(wr.acknowledged()+20, 30*time.Second)
 
 	c.transfer(leader, spareReplica)
 	if got := c.leaderAmong(10*time.Second, 0, 1, spareReplica); got != spareReplica {
 		t.Fatalf("the coordinator moved to r%d, want r3", got)
 	}
-	waitWritten(written.Load() + 50)
+	wr.waitFor(wr.acknowledged()+50, 30*time.Second)
 	if got := cl.Coordinator(); got != c.peers[spareReplica].ID {
 		t.Fatalf("the client talks to %s, want the new coordinator r3", got)
 	}
-	stop()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	n := int(written.Load())
+	n := wr.finish()
 	expectRecords(t, cl, ino, n)
 	t.Logf("%d records written and read back across the replacement and the coordinator's move", n)
 }

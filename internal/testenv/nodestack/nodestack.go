@@ -63,6 +63,27 @@ func BuildReplicaHost(dir string) (string, error) {
 	return bin, nil
 }
 
+// Main is a TestMain body for packages that run replica hosts: it builds
+// the real replica-host binary into a temporary directory (*hostBinary),
+// then runs the tests against one API server as testenv.Main does.
+func Main(m *testing.M, env **testenv.Env, hostBinary *string) {
+	os.Exit(run(m, env, hostBinary))
+}
+
+func run(m *testing.M, env **testenv.Env, hostBinary *string) int {
+	dir, err := os.MkdirTemp("", "replica-host-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if *hostBinary, err = BuildReplicaHost(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return testenv.Run(m, env)
+}
+
 // Stack is the nodes of one test.
 type Stack struct {
 	T         *testing.T
