@@ -10,6 +10,11 @@ package volume
 //     delete bound to a UID), NODE Pod reads for eligibility, and Secrets by
 //     get/create/update/delete only: no list or watch, so it never holds
 //     every Secret of the namespace;
+//   - in the storage namespace, the per-node credentials
+//     (nodecredentials.go): ServiceAccounts, Roles and RoleBindings, by get
+//     (no list or watch), create, update and delete. The Roles grant get on
+//     named Secrets, which the API server's escalation check allows because
+//     the controller holds get on the namespace's Secrets itself;
 //   - in its own namespace (cellfleet-system): the CA Secrets, get, create
 //     and delete only;
 //   - events of the cluster-scoped volumes, which land in "default";
@@ -30,5 +35,7 @@ package volume
 // +kubebuilder:rbac:groups="",namespace=cellfleet-storage,resources=services,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",namespace=cellfleet-storage,resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",namespace=cellfleet-storage,resources=secrets,verbs=get;create;update;delete
+// +kubebuilder:rbac:groups="",namespace=cellfleet-storage,resources=serviceaccounts,verbs=get;create;update;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,namespace=cellfleet-storage,resources=roles;rolebindings,verbs=get;create;update;delete
 // +kubebuilder:rbac:groups="",namespace=cellfleet-system,resources=secrets,verbs=get;create;delete
 // +kubebuilder:rbac:groups=events.k8s.io,namespace=default,resources=events,verbs=create;patch

@@ -118,11 +118,15 @@ func New(c client.Client, scheme *runtime.Scheme, opts Options) (*Reconciler, er
 	return r, nil
 }
 
-// SetupWithManager registers the reconciler and its watches: its own
+// SetupWithManager registers the reconciler, with the per-node credentials
+// reconciler beside it (nodecredentials.go), and its watches: its own
 // objects by owner, and Nodes and NODE Pods (they decide eligibility and
 // whether a replica's node is gone) for every volume still waiting to be
 // placed and every volume with a replica on the node.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := r.NodeCredentials().setupWithManager(mgr); err != nil {
+		return fmt.Errorf("per-node credentials controller: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&storagev1alpha1.ReplicatedVolume{}).
 		Owns(&storagev1alpha1.VolumeReplica{}).

@@ -101,8 +101,11 @@ type Agent struct {
 	reader client.Reader // uncached gets of Secrets and claims (no list or watch on them)
 	log    *slog.Logger
 	creds  *credentials
-	hosted hostedNames
-	local  *localDriver // the local CSI driver of this node
+	// secrets reads the node's replicas' Secrets as the node's own
+	// ServiceAccount (exchange.go); the host's identity reads none.
+	secrets secretGetter
+	hosted  hostedNames
+	local   *localDriver // the local CSI driver of this node
 }
 
 // Run starts the agent against the API server of cfg and blocks until ctx
@@ -132,8 +135,12 @@ func Run(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, h *host.
 		return err
 	}
 	defer ld.Close()
+	secrets, err := nodeSecrets(cfg, opts.Namespace, opts.Node)
+	if err != nil {
+		return err
+	}
 	a := &Agent{opts: opts, host: h, client: mgr.GetClient(), reader: mgr.GetAPIReader(), log: opts.Logger,
-		creds: newCredentials(filepath.Join(opts.StateDir, "credentials")), local: ld}
+		creds: newCredentials(filepath.Join(opts.StateDir, "credentials")), secrets: secrets, local: ld}
 	if err := a.setup(mgr); err != nil {
 		return err
 	}

@@ -1,7 +1,8 @@
 package kubehost
 
 // Credentials: a replica's Secret (`<replica>-tls`, written by the volume
-// controller) copied into files on host storage, which the worker loads at
+// controller), read with the node's own ServiceAccount (exchange.go) and
+// copied into files on host storage, which the worker loads at
 // start. They are read again every refresh interval; a failed read keeps
 // the files already written, so an API outage keeps the host serving on
 // the credentials it has (seed 003: only a sufficiently long outage, past
@@ -16,8 +17,7 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 	"github.com/cellfleet/cellfleet/internal/durable"
@@ -49,7 +49,7 @@ func (c *credentials) files(replica string) credentialFiles {
 // read is older than every, and writes what changed. It returns the files
 // whenever they exist, with the read's error: (files, err) means the host
 // serves on what it had.
-func (c *credentials) refresh(ctx context.Context, r client.Reader, vr *storagev1alpha1.VolumeReplica, every time.Duration) (*credentialFiles, error) {
+func (c *credentials) refresh(ctx context.Context, r secretGetter, vr *storagev1alpha1.VolumeReplica, every time.Duration) (*credentialFiles, error) {
 	f := c.files(vr.Name)
 	c.mu.Lock()
 	last, ok := c.read[vr.Name]
@@ -72,10 +72,10 @@ func (c *credentials) refresh(ctx context.Context, r client.Reader, vr *storagev
 	return nil, err
 }
 
-func (c *credentials) fetch(ctx context.Context, r client.Reader, vr *storagev1alpha1.VolumeReplica, f credentialFiles) error {
-	s := &corev1.Secret{}
+func (c *credentials) fetch(ctx context.Context, r secretGetter, vr *storagev1alpha1.VolumeReplica, f credentialFiles) error {
 	name := secretName(vr.Name)
-	if err := r.Get(ctx, client.ObjectKey{Namespace: vr.Namespace, Name: name}, s); err != nil {
+	s, err := r.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
 		return fmt.Errorf("read secret %s/%s: %w", vr.Namespace, name, err)
 	}
 	if s.Labels[storagev1alpha1.LabelReplica] != vr.Name {

@@ -4,8 +4,11 @@ package kubehost
 // (cellfleet-storage):
 //   - VolumeReplicas: read and watch (the cache holds only its node's, by
 //     label), and their status, which the host alone writes;
-//   - Secrets: get only (no list or watch), so the host reads the Secrets of
-//     its own replicas by name and never holds the namespace's Secrets;
+//   - Secrets: none. The host creates tokens of ServiceAccounts
+//     (serviceaccounts/token), which the token-exchange admission policy
+//     narrows to its own node's cellfleet-node-<node>; that ServiceAccount
+//     reads exactly the Secrets of the node's replicas (exchange.go,
+//     docs/decisions/0007-per-node-credentials.md);
 //   - backing claims: get, and update to add the backing-use finalizer;
 //   - PersistentVolumes (cluster-scoped, so a ClusterRole): get only, the
 //     bound PV's CSI volume handle and attributes the host hands the local
@@ -16,7 +19,7 @@ package kubehost
 
 // +kubebuilder:rbac:groups=storage.eric.dev,namespace=cellfleet-storage,resources=volumereplicas,verbs=get;list;watch
 // +kubebuilder:rbac:groups=storage.eric.dev,namespace=cellfleet-storage,resources=volumereplicas/status,verbs=get;update
-// +kubebuilder:rbac:groups="",namespace=cellfleet-storage,resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",namespace=cellfleet-storage,resources=serviceaccounts/token,verbs=create
 // +kubebuilder:rbac:groups="",namespace=cellfleet-storage,resources=persistentvolumeclaims,verbs=get;update
 // +kubebuilder:rbac:groups=discovery.k8s.io,namespace=cellfleet-storage,resources=endpointslices,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get

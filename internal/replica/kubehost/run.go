@@ -44,7 +44,7 @@ func (a *Agent) run(ctx context.Context, vr *storagev1alpha1.VolumeReplica) (obs
 	if err := a.ensureSlice(ctx, vr); err != nil {
 		return obs, err
 	}
-	files, err := a.creds.refresh(ctx, a.reader, vr, a.opts.SecretRefresh)
+	files, err := a.creds.refresh(ctx, a.secrets, vr, a.opts.SecretRefresh)
 	if err != nil && files == nil {
 		obs.admitted = condition(storagev1alpha1.ReplicaAdmitted, false, storagev1alpha1.ReasonAdmissionPending,
 			"waiting for the replica's Secret "+secretName(vr.Name)+": "+err.Error())
