@@ -73,9 +73,9 @@ func (s *Stack) AddNode(name string) *Node {
 		s.T.Fatal(err)
 	}
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "node-" + name, Namespace: s.NS,
+		ObjectMeta: metav1.ObjectMeta{Name: NodePodName(name), Namespace: s.NS,
 			Labels: map[string]string{volume.NodeComponentLabel: volume.NodeComponentValue}},
-		Spec: corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: volume.ReplicaHostContainer, Image: "replica-host"}}},
+		Spec: corev1.PodSpec{NodeName: name, ServiceAccountName: NodeServiceAccount, Containers: []corev1.Container{{Name: volume.ReplicaHostContainer, Image: "replica-host"}}},
 	}
 	if err := s.Env.Client.Create(s.Ctx, p); err != nil {
 		s.T.Fatal(err)

@@ -29,6 +29,9 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
@@ -47,10 +50,13 @@ import (
 // run with it.
 const StorageNamespace = "cellfleet-storage"
 
-// NodeUser is the NODE DaemonSet's ServiceAccount as the API server names
-// it: the hosts impersonate it, so a verb missing from the generated roles
-// fails a test rather than a cluster.
-const NodeUser = "system:serviceaccount:cellfleet-storage:cellfleet-node"
+// NodeServiceAccount is the NODE DaemonSet's ServiceAccount: the hosts run
+// with its tokens, so a verb missing from the generated roles fails a test
+// rather than a cluster.
+const NodeServiceAccount = "cellfleet-node"
+
+// NodePodName is the NODE Pod the stack creates on node.
+func NodePodName(node string) string { return "node-" + node }
 
 // BuildReplicaHost builds the real replica-host binary into dir.
 func BuildReplicaHost(dir string) (string, error) {
@@ -124,8 +130,17 @@ func New(t *testing.T, env *testenv.Env, hostBinary, managerNS string) *Stack {
 			t.Fatal(err)
 		}
 	}
-	for _, f := range []string{"role.yaml", "role_binding.yaml", "cluster_role_binding.yaml"} {
-		if err := env.ApplyFile(ctx, filepath.Join(testenv.RepoRoot(), "config", "rbac", "replica-host", f)); err != nil {
+	manifests := []string{
+		filepath.Join("config", "rbac", "replica-host", "role.yaml"),
+		filepath.Join("config", "rbac", "replica-host", "role_binding.yaml"),
+		filepath.Join("config", "rbac", "replica-host", "cluster_role_binding.yaml"),
+		// The NODE ServiceAccount and the policy admitting its token
+		// exchange only for its own node's ServiceAccount (exchange.go).
+		filepath.Join("config", "node", "serviceaccount.yaml"),
+		filepath.Join("config", "node", "token-exchange-policy.yaml"),
+	}
+	for _, f := range manifests {
+		if err := env.ApplyFile(ctx, filepath.Join(testenv.RepoRoot(), f)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -191,16 +206,41 @@ func (s *Stack) StartControllerOnFreePorts() {
 	s.StartController(volume.PortRange{Base: base, Count: 10})
 }
 
-func (s *Stack) writeKubeconfig() string {
+// NodeToken is a token of the NODE ServiceAccount bound to node's NODE Pod,
+// as kubelet projects one into the Pod: the API server puts the node's name
+// in its user extra (authentication.kubernetes.io/node-name), which the
+// token-exchange policy reads.
+func (s *Stack) NodeToken(node string) string {
 	s.T.Helper()
-	c := s.Env.Config
+	cs, err := kubernetes.NewForConfig(s.Env.Config)
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	pod, err := cs.CoreV1().Pods(s.NS).Get(s.Ctx, NodePodName(node), metav1.GetOptions{})
+	if err != nil {
+		s.T.Fatalf("NODE Pod of %s: %v", node, err)
+	}
+	secs := int64(2 * time.Hour / time.Second)
+	tr, err := cs.CoreV1().ServiceAccounts(s.NS).CreateToken(s.Ctx, NodeServiceAccount, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs,
+			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		s.T.Fatalf("token of %s bound to the NODE Pod of %s: %v", NodeServiceAccount, node, err)
+	}
+	return tr.Status.Token
+}
+
+// Kubeconfig writes a kubeconfig for the envtest API server that
+// authenticates with token alone, and returns its path.
+func (s *Stack) Kubeconfig(name, token string) string {
+	s.T.Helper()
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData, Token: c.BearerToken,
-		Impersonate: NodeUser}
-	cfg.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
+	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: s.Env.Config.Host, CertificateAuthorityData: s.Env.Config.CAData}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: name}
 	cfg.CurrentContext = "envtest"
-	p := filepath.Join(s.Dir, "kubeconfig")
+	p := filepath.Join(s.Dir, name+".kubeconfig")
 	if err := clientcmd.WriteToFile(*cfg, p); err != nil {
 		s.T.Fatal(err)
 	}
@@ -208,11 +248,15 @@ func (s *Stack) writeKubeconfig() string {
 }
 
 // StartHosts starts one replica-host process per node on its own Pod IP,
-// dialling its node's local driver.
+// dialling its node's local driver, authenticated by a token bound to its
+// node's Pod (NodeToken).
 func (s *Stack) StartHosts(extraArgs ...string) {
 	s.T.Helper()
-	kubeconfig := s.writeKubeconfig()
 	for i, n := range s.Nodes {
+		// Each host runs as the NODE ServiceAccount with a token bound to
+		// its node's Pod, as in a cluster, so the generated roles and the
+		// token-exchange policy are what a test exercises.
+		kubeconfig := s.Kubeconfig(n.Name, s.NodeToken(n.Name))
 		n.PodIP = PodIP(i)
 		s.addPodIP(n.PodIP)
 		state := filepath.Join(s.Dir, n.Name, "host-state")

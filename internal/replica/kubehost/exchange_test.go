@@ -1,0 +1,157 @@
+package kubehost_test
+
+// The per-node token exchange against a real kube-apiserver: its node-bound
+// ServiceAccount tokens (the node's name in the user extra), its
+// ValidatingAdmissionPolicy evaluation of config/node's policy, and RBAC of
+// the generated roles and of the per-node Roles the real volume controller
+// writes.
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
+	"github.com/cellfleet/cellfleet/internal/controller/volume"
+	"github.com/cellfleet/cellfleet/internal/testenv/nodestack"
+)
+
+// asToken is a clientset authenticated by token alone.
+func asToken(t *testing.T, token string) *kubernetes.Clientset {
+	t.Helper()
+	cfg := rest.AnonymousClientConfig(env.Config)
+	cfg.BearerToken = token
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// exchange asks, as cs, for a token of ServiceAccount name living secs.
+func exchange(t *testing.T, cs *kubernetes.Clientset, ns, name string, secs int64) (string, error) {
+	t.Helper()
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	return tr.Status.Token, nil
+}
+
+// replicaOn creates a VolumeReplica on node and its `<replica>-tls` Secret,
+// as the volume controller would.
+func replicaOn(t *testing.T, s *nodestack.Stack, name, node string) {
+	t.Helper()
+	vr := &storagev1alpha1.VolumeReplica{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.NS, Labels: map[string]string{
+			storagev1alpha1.LabelNode: node, storagev1alpha1.LabelVolume: "xchg"}},
+		Spec: storagev1alpha1.VolumeReplicaSpec{VolumeName: "xchg", Node: node, Port: 40000, BackingClaimName: name, Generation: 1},
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-tls", Namespace: s.NS,
+		Labels: map[string]string{storagev1alpha1.LabelReplica: name, storagev1alpha1.LabelNode: node}},
+		Data: map[string][]byte{storagev1alpha1.SecretKeyKey: []byte("key of " + name)}}
+	if err := env.Client.Create(t.Context(), vr); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(t.Context(), sec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Client.Delete(t.Context(), vr)
+		_ = env.Client.Delete(t.Context(), sec)
+	})
+}
+
+func isDenied(err error) bool { return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) }
+
+func TestNodeTokenExchangeIsBoundToTheCallersNode(t *testing.T) {
+	s := nodestack.New(t, env, hostBinary, "kh-xchg-system")
+	a, b := s.AddNode("kh-xchg-a"), s.AddNode("kh-xchg-b")
+	replicaOn(t, s, "xchg-r0", a.Name)
+	replicaOn(t, s, "xchg-r1", b.Name)
+	r, err := volume.New(env.Client, env.Scheme, volume.Options{Namespace: s.NS, ManagerNamespace: s.ManagerNS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := r.NodeCredentials()
+	for _, n := range []string{a.Name, b.Name} {
+		if _, err := creds.Reconcile(t.Context(), ctrl.Request{NamespacedName: types.NamespacedName{Name: n}}); err != nil {
+			t.Fatalf("per-node credentials of %s: %v", n, err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, n := range []string{a.Name, b.Name} {
+			_ = env.Client.Delete(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: s.NS, Name: storagev1alpha1.NodeCredentialsName(n)}})
+		}
+	})
+	saA, saB := storagev1alpha1.NodeCredentialsName(a.Name), storagev1alpha1.NodeCredentialsName(b.Name)
+	onA := asToken(t, s.NodeToken(a.Name))
+
+	// The policy is in force once the API server's policy informer has it:
+	// until then RBAC alone would admit the exchange.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := exchange(t, onA, s.NS, saB, 3600)
+		if isDenied(err) && strings.Contains(err.Error(), "may exchange its token only for "+saA) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the token bound to a Pod on %s exchanged for %s's ServiceAccount %s: err = %v, want the policy's denial", a.Name, b.Name, saB, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	tokA, err := exchange(t, onA, s.NS, saA, 3600)
+	if err != nil {
+		t.Fatalf("the token bound to a Pod on %s exchanged for %s: %v", a.Name, saA, err)
+	}
+	if _, err := exchange(t, onA, s.NS, saA, 7200); !isDenied(err) {
+		t.Errorf("a two-hour per-node token was issued (err = %v), want the policy's one-hour bound", err)
+	}
+	perA := asToken(t, tokA)
+	sec, err := perA.CoreV1().Secrets(s.NS).Get(t.Context(), "xchg-r0-tls", metav1.GetOptions{})
+	if err != nil || string(sec.Data[storagev1alpha1.SecretKeyKey]) != "key of xchg-r0" {
+		t.Fatalf("%s reads its replica's Secret xchg-r0-tls: err = %v", saA, err)
+	}
+	if _, err := perA.CoreV1().Secrets(s.NS).Get(t.Context(), "xchg-r1-tls", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("%s read %s's replica Secret xchg-r1-tls: err = %v, want 403", saA, b.Name, err)
+	}
+	if _, err := perA.CoreV1().Secrets(s.NS).List(t.Context(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("%s listed the namespace's Secrets: err = %v, want 403", saA, err)
+	}
+
+	// A token of the NODE ServiceAccount bound to no Pod carries no node.
+	admin, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unbound, err := exchange(t, admin, s.NS, nodestack.NodeServiceAccount, 3600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sa := range []string{saA, saB} {
+		_, err := exchange(t, asToken(t, unbound), s.NS, sa, 3600)
+		if !isDenied(err) || !strings.Contains(err.Error(), "bound to a Pod on a node") {
+			t.Errorf("a NODE token without node claims exchanged for %s: err = %v, want the policy's denial", sa, err)
+		}
+	}
+
+	// The shared identity reads no Secret, bound to a node or not.
+	for _, tok := range []string{s.NodeToken(a.Name), unbound} {
+		for _, name := range []string{"xchg-r0-tls", "xchg-r1-tls"} {
+			if _, err := asToken(t, tok).CoreV1().Secrets(s.NS).Get(t.Context(), name, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+				t.Errorf("the NODE ServiceAccount read Secret %s: err = %v, want 403", name, err)
+			}
+		}
+	}
+}
