@@ -88,6 +88,11 @@ func TestChartInstallsOnARealAPIServerWithSeed002Permissions(t *testing.T) {
 			{"create", "", "persistentvolumeclaims", storageNamespace, true, "the volume controller's backing claims"},
 			{"get", "", "secrets", releaseNamespace, true, "the volumes' CA Secrets, in the manager's namespace only"},
 			{"list", "", "secrets", storageNamespace, false, "Secrets by name only, never listed"},
+			{"create", "", "serviceaccounts", storageNamespace, true, "the per-node ServiceAccounts"},
+			{"delete", "rbac.authorization.k8s.io", "roles", storageNamespace, true, "the per-node Roles of nodes without replicas"},
+			{"create", "rbac.authorization.k8s.io", "rolebindings", storageNamespace, true, "the per-node RoleBindings"},
+			{"create", "rbac.authorization.k8s.io", "roles", releaseNamespace, false, "per-node Roles in the storage namespace only"},
+			{"list", "rbac.authorization.k8s.io", "roles", storageNamespace, false, "per-node Roles by name only"},
 			{"get", "", "secrets", "", false, "no Secret access cluster-wide"},
 			{"delete", "", "persistentvolumeclaims", "default", false, "no claim deletion outside the fleet and storage namespaces"},
 			{"list", "storage.k8s.io", "volumeattachments", "", false, "no VolumeAttachment access"},
@@ -106,7 +111,9 @@ func TestChartInstallsOnARealAPIServerWithSeed002Permissions(t *testing.T) {
 			{"create", "storage.k8s.io", "csistoragecapacities", storageNamespace, true, "publishes its node's capacity"},
 			{"get", "apps", "daemonsets", storageNamespace, true, "the capacity objects' owner"},
 			{"create", "storage.k8s.io", "csistoragecapacities", "default", false, "capacity only in the storage namespace"},
-			{"list", "", "secrets", storageNamespace, false, "Secrets by name only (kubelet passes mount Secrets; the replica host gets its replicas' by name)"},
+			{"get", "", "secrets", storageNamespace, false, "no Secret: kubelet passes mount Secrets; the replica host reads its replicas' as its node's ServiceAccount"},
+			{"create", "", "serviceaccounts/token", storageNamespace, true, "the per-node token exchange (the admission policy narrows it to the caller's node)"},
+			{"create", "", "serviceaccounts/token", "default", false, "token exchange in the storage namespace only"},
 			{"get", "", "secrets", releaseNamespace, false, "never the CA Secrets of the manager's namespace"},
 			{"list", "", "nodes", "", false, "node deployment uses NodeGetInfo, not Node objects"},
 			{"create", "storage.eric.dev", "volumereplicas", storageNamespace, false, "only the manager creates replicas"},
@@ -116,6 +123,12 @@ func TestChartInstallsOnARealAPIServerWithSeed002Permissions(t *testing.T) {
 	t.Run("storage objects are accepted", func(t *testing.T) {
 		if _, err := clientset.AppsV1().DaemonSets(storageNamespace).Get(ctx, nodeName, metav1.GetOptions{}); err != nil {
 			t.Errorf("the NODE DaemonSet must be installed in %s: %v", storageNamespace, err)
+		}
+		if _, err := clientset.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, nodeName+"-token-exchange", metav1.GetOptions{}); err != nil {
+			t.Errorf("the NODE token-exchange policy must be installed: %v", err)
+		}
+		if _, err := clientset.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, nodeName+"-token-exchange", metav1.GetOptions{}); err != nil {
+			t.Errorf("the NODE token-exchange policy binding must be installed: %v", err)
 		}
 		for _, name := range []string{localDriver, replicatedDriver} {
 			if _, err := clientset.StorageV1().CSIDrivers().Get(ctx, name, metav1.GetOptions{}); err != nil {
@@ -166,12 +179,14 @@ func TestChartInstallsOnARealAPIServerWithSeed002Permissions(t *testing.T) {
 func checkAccess(t *testing.T, clientset kubernetes.Interface, who, namespace, name string, cases []access) {
 	t.Helper()
 	for _, c := range cases {
+		// "serviceaccounts/token" names a subresource.
+		resource, subresource, _ := strings.Cut(c.resource, "/")
 		review, err := clientset.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{
 				User:   "system:serviceaccount:" + namespace + ":" + name,
 				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
 				ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Verb: c.verb, Group: c.group, Resource: c.resource, Namespace: c.namespace,
+					Verb: c.verb, Group: c.group, Resource: resource, Subresource: subresource, Namespace: c.namespace,
 				},
 			},
 		}, metav1.CreateOptions{})

@@ -40,12 +40,16 @@ func TestKustomizeOverlayInstallsOnARealAPIServer(t *testing.T) {
 		{"list", "storage.eric.dev", "volumereplicas", storageNamespace, true, "the CSI controller"},
 		{"create", "coordination.k8s.io", "leases", releaseNamespace, true, "leader election of the manager and both sidecars"},
 		{"list", "", "secrets", storageNamespace, false, "Secrets by name only"},
+		{"create", "", "serviceaccounts", storageNamespace, true, "the per-node ServiceAccounts"},
+		{"create", "rbac.authorization.k8s.io", "roles", storageNamespace, true, "the per-node Roles"},
+		{"create", "rbac.authorization.k8s.io", "rolebindings", storageNamespace, true, "the per-node RoleBindings"},
 		{"create", "", "persistentvolumeclaims", "celld", false, "the StatefulSet creates fleet claims"},
 	})
 	checkAccess(t, clientset, "NODE ServiceAccount", storageNamespace, nodeName, []access{
 		{"create", "", "persistentvolumes", "", true, "the local csi-provisioner"},
 		{"create", "storage.k8s.io", "csistoragecapacities", storageNamespace, true, "its node's capacity"},
-		{"list", "", "secrets", storageNamespace, false, "Secrets by name only"},
+		{"get", "", "secrets", storageNamespace, false, "no Secret: the replica host reads its replicas' as its node's ServiceAccount"},
+		{"create", "", "serviceaccounts/token", storageNamespace, true, "the per-node token exchange"},
 		{"get", "", "secrets", releaseNamespace, false, "never the CA Secrets of the manager's namespace"},
 	})
 }
