@@ -7,6 +7,7 @@ package kubehost_test
 // writes.
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,9 +20,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 	"github.com/cellfleet/cellfleet/internal/controller/volume"
+	"github.com/cellfleet/cellfleet/internal/testenv"
 	"github.com/cellfleet/cellfleet/internal/testenv/nodestack"
 )
 
@@ -72,6 +75,32 @@ func replicaOn(t *testing.T, s *nodestack.Stack, name, node string) {
 	})
 }
 
+// managerUser is the manager's ServiceAccount, which the generated volume
+// roles are bound to.
+const managerUser = "system:serviceaccount:cellfleet-system:cellfleet-manager"
+
+// asManager is a client impersonating the manager's ServiceAccount, with
+// config/rbac/volume applied.
+func asManager(t *testing.T) client.Client {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cellfleet-system"}}
+	if err := env.Client.Create(t.Context(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"role.yaml", "role_binding.yaml"} {
+		if err := env.ApplyFile(t.Context(), filepath.Join(testenv.RepoRoot(), "config", "rbac", "volume", f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: managerUser}
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func isDenied(err error) bool { return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) }
 
 func TestNodeTokenExchangeIsBoundToTheCallersNode(t *testing.T) {
@@ -79,7 +108,10 @@ func TestNodeTokenExchangeIsBoundToTheCallersNode(t *testing.T) {
 	a, b := s.AddNode("kh-xchg-a"), s.AddNode("kh-xchg-b")
 	replicaOn(t, s, "xchg-r0", a.Name)
 	replicaOn(t, s, "xchg-r1", b.Name)
-	r, err := volume.New(env.Client, env.Scheme, volume.Options{Namespace: s.NS, ManagerNamespace: s.ManagerNS})
+	// The controller runs as the manager's ServiceAccount with the generated
+	// volume roles: the API server's escalation check must let it grant get
+	// on Secrets it may read itself.
+	r, err := volume.New(asManager(t), env.Scheme, volume.Options{Namespace: s.NS, ManagerNamespace: s.ManagerNS})
 	if err != nil {
 		t.Fatal(err)
 	}
