@@ -6,9 +6,9 @@ package kubehost
 // checked from the API once the admin routes are closed to the cluster.
 //
 // A digest reads every byte of the volume's files while holding the state
-// machine's read lock, so the worker applies nothing meanwhile (about 0.9 s
-// per GiB on this project's machines, docs/replica-engine.md). The host
-// therefore takes one only when
+// machine's read lock, so the worker applies nothing meanwhile: 1.1 s per
+// GiB here, as fast as hashing the files at all (fsm.BenchmarkDigest,
+// docs/replica-engine.md). The host therefore takes one only when
 //   - the worker's applied index has not moved for the quiet period (no
 //     writes flow), and
 //   - the index differs from the one it last digested and the digest
