@@ -127,9 +127,9 @@ func (d *digests) observe(k string, wk stateDigester, st host.Status, request st
 	return out
 }
 
-// take computes one digest and records it; the turn is released after.
+// take computes one digest and records it, releasing the turn as it
+// records (so a replica seen not running finds the turn free).
 func (d *digests) take(k string, t *digestTrack, wk stateDigester, request string) {
-	defer func() { <-d.turn }()
 	start := d.now()
 	// The API stores seconds: a finer time would never compare equal to
 	// what was written, and every pass would write the status again.
@@ -137,6 +137,7 @@ func (d *digests) take(k string, t *digestTrack, wk stateDigester, request strin
 	took := d.now().Sub(start)
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	<-d.turn
 	t.running = false
 	if request != "" {
 		t.lastServed = request // a failed request is not retried: the log says why
