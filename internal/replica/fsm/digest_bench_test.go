@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"crypto/sha256"
-	"fmt"
 	"io"
 	"os"
 	"testing"
@@ -21,20 +20,8 @@ import (
 // nothing meanwhile: the reason the host digests only when writes stop).
 func BenchmarkDigest(b *testing.B) {
 	const files, fileSize = 16, 64 << 20
-	h := &harness{t: b, ino: 100}
-	f, err := New(Options{Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	h.f = f
-	h.entry(wire.Op{Kind: wire.KindRegister, Session: testSession})
-	data := pattern(fileSize)
-	inos := make([]uint64, files)
-	for k := range inos {
-		inos[k] = h.mk(wire.KindCreate, wire.RootIno, fmt.Sprintf("f%d", k))
-		h.fill(inos[k], data)
-	}
+	h, inos := filledState(b, files, fileSize)
+	f := h.f
 	floor := func() {
 		s := sha256.New()
 		for _, ino := range inos {
