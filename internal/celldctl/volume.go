@@ -2,7 +2,8 @@ package celldctl
 
 // kubectl celld volume NAME: one ReplicatedVolume as the cluster reports it:
 // its provisioning record, robustness and coordinator, its conditions, each
-// replica (role, applied index, lag, readiness, lost state, and from the
+// replica (role, applied index, lag, readiness, lost state, last state
+// digest as INDEX/PREFIX, and from the
 // VolumeReplica object its namespace, port and why it is not ready) and the
 // events about the volume and its replicas.
 //
@@ -155,27 +156,48 @@ func (r *volumeReport) replicasTable(now time.Time) *metav1.Table {
 	}
 	sort.Strings(names)
 	t := newTable(column{name: "Name"}, column{name: "Node"}, column{name: "Role"}, column{name: "Applied"},
-		column{name: "Lag"}, column{name: "Ready"}, column{name: "Lost"}, column{name: "Reason", wide: true},
+		column{name: "Lag"}, column{name: "Ready"}, column{name: "Lost"}, column{name: "Digest"}, column{name: "Reason", wide: true},
 		column{name: "Namespace", wide: true}, column{name: "Port", wide: true}, column{name: "Claim", wide: true},
 		column{name: "Age"})
 	for _, n := range names {
 		s := rows[n]
 		reason, namespace, port, claim, created := "<none>", "<none>", "<none>", "<none>", "<unknown>"
+		digest := s.Digest
 		if vr, ok := objects[n]; ok {
 			reason, namespace = replicaReason(vr), vr.Namespace
 			port, claim, created = fmt.Sprint(vr.Spec.Port), vr.Spec.BackingClaimName, age(vr.CreationTimestamp.Time, now)
+			if d := vr.Status.Digest; d != nil && (digest == nil || d.Time.After(digest.Time.Time)) {
+				digest = d // the replica's own status is newer than the volume's summary
+			}
 		}
 		addRow(t, nil, s.Name, orNone(s.Node), orNone(string(s.Role)), fmt.Sprint(s.AppliedIndex), fmt.Sprint(s.Lag),
-			fmt.Sprint(s.Ready), fmt.Sprint(s.StateLost), reason, namespace, port, claim, created)
+			fmt.Sprint(s.Ready), fmt.Sprint(s.StateLost), digestText(digest), reason, namespace, port, claim, created)
 	}
 	return t
+}
+
+// digestPrefix is how much of a state digest the report shows: enough to
+// tell two apart at a glance (-o json has the whole value).
+const digestPrefix = 12
+
+// digestText is a replica's last published state digest as
+// INDEX/PREFIX, or <none>.
+func digestText(d *storagev1alpha1.StateDigest) string {
+	if d == nil {
+		return "<none>"
+	}
+	v := d.Value
+	if len(v) > digestPrefix {
+		v = v[:digestPrefix]
+	}
+	return fmt.Sprintf("%d/%s", d.Index, v)
 }
 
 // summaryOf reads a replica the volume's status does not list yet from the
 // replica's own status.
 func summaryOf(vr *storagev1alpha1.VolumeReplica) storagev1alpha1.ReplicaSummary {
 	return storagev1alpha1.ReplicaSummary{Name: vr.Name, Node: vr.Spec.Node, Role: vr.Status.Role,
-		AppliedIndex: vr.Status.AppliedIndex, Lag: vr.Status.Lag,
+		AppliedIndex: vr.Status.AppliedIndex, Lag: vr.Status.Lag, Digest: vr.Status.Digest,
 		Ready:     meta.IsStatusConditionTrue(vr.Status.Conditions, storagev1alpha1.ReplicaReady.String()),
 		StateLost: meta.IsStatusConditionTrue(vr.Status.Conditions, storagev1alpha1.ReplicaStateLost.String())}
 }

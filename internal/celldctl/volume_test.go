@@ -30,7 +30,8 @@ func makeVolume(t *testing.T, name, claimNS string) *storagev1alpha1.ReplicatedV
 	v.Status.Robustness = storagev1alpha1.RobustnessDegraded
 	v.Status.Coordinator = v.Name + "-r0"
 	v.Status.Replicas = []storagev1alpha1.ReplicaSummary{
-		{Name: v.Name + "-r0", Node: "node-a", Role: storagev1alpha1.RoleCoordinator, AppliedIndex: 120, Ready: true},
+		{Name: v.Name + "-r0", Node: "node-a", Role: storagev1alpha1.RoleCoordinator, AppliedIndex: 120, Ready: true,
+			Digest: &storagev1alpha1.StateDigest{Index: 117, Value: strings.Repeat("ab", 32), Time: metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))}},
 		{Name: v.Name + "-r1", Node: "node-b", Role: storagev1alpha1.RoleFollower, AppliedIndex: 108, Ready: true, Lag: 12},
 		{Name: v.Name + "-r2", Node: "node-c", Role: storagev1alpha1.RoleStopped, StateLost: true},
 	}
@@ -112,6 +113,7 @@ func TestVolumeShowsEachReplicaWithRoleLagAndWhyItIsNotReady(t *testing.T) {
 			vr.Status.Conditions = []metav1.Condition{{Type: storagev1alpha1.ReplicaAdmitted.String(), Status: metav1.ConditionFalse,
 				Reason: storagev1alpha1.ReasonAdmissionPending.String(), Message: "2 of 2 rebuilds running",
 				LastTransitionTime: metav1.Now()}}
+			vr.Status.Digest = &storagev1alpha1.StateDigest{Index: 99, Value: strings.Repeat("cd", 32), Time: metav1.Now()}
 			if err := env.Client.Status().Update(ctx, vr); err != nil {
 				t.Fatal(err)
 			}
@@ -138,10 +140,10 @@ func TestVolumeShowsEachReplicaWithRoleLagAndWhyItIsNotReady(t *testing.T) {
 		}
 	}
 	rows := map[string][]string{
-		v.Name + "-r0": {"node-a", "Coordinator", "120", "0", "true", "false", ns, "7000"},
-		v.Name + "-r1": {"node-b", "Follower", "108", "12", "true"},
+		v.Name + "-r0": {"node-a", "Coordinator", "120", "0", "true", "false", "117/abababababab ", ns, "7000"},
+		v.Name + "-r1": {"node-b", "Follower", "108", "12", "true", "<none>"},
 		v.Name + "-r2": {"node-c", "Stopped", "false", "true"},
-		v.Name + "-r3": {"node-d", "Stopped", "AdmissionPending", "7003"},
+		v.Name + "-r3": {"node-d", "Stopped", "99/cdcdcdcdcdcd ", "AdmissionPending", "7003"},
 	}
 	for name, wants := range rows {
 		f := strings.Fields(lineOf(out, name))

@@ -2,7 +2,8 @@ package volume
 
 // Prometheus gauges per volume: robustness (one series per level, 1 on the
 // current one), replicas requested and ready, and each replica's lag. A
-// deleted volume's series are removed.
+// deleted volume's series are removed. Counters: replacements and state
+// digest mismatches (kept after the volume's deletion).
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,9 @@ type Metrics struct {
 	// replacements counts completed replica replacements; it is kept after
 	// a volume's deletion (a counter's series is not removed).
 	replacements *prometheus.CounterVec
+	// mismatches counts divergences found: replicas publishing different
+	// state digests at one applied index (divergence.go).
+	mismatches *prometheus.CounterVec
 }
 
 // NewMetrics creates the gauges and registers them with reg.
@@ -38,7 +42,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m.replacements = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cellfleet", Subsystem: "volume", Name: "replica_replacements_total",
 		Help: "Lost replicas replaced: a new replica added and rebuilt, the lost one removed from the Raft configuration and its objects removed."},
 		[]string{"volume"})
-	for _, c := range []prometheus.Collector{m.robustness, m.desired, m.ready, m.lag, m.replacements} {
+	m.mismatches = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cellfleet", Subsystem: "volume", Name: "replica_digest_mismatches_total",
+		Help: "Divergences found: replicas of the volume that published different state digests at the same applied index (counted once per index and set of replicas)."},
+		[]string{"volume"})
+	for _, c := range []prometheus.Collector{m.robustness, m.desired, m.ready, m.lag, m.replacements, m.mismatches} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -84,4 +91,11 @@ func (m *Metrics) replaced(volume string) {
 		return
 	}
 	m.replacements.WithLabelValues(volume).Inc()
+}
+
+func (m *Metrics) digestMismatch(volume string) {
+	if m == nil {
+		return
+	}
+	m.mismatches.WithLabelValues(volume).Inc()
 }

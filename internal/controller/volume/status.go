@@ -5,7 +5,8 @@ package volume
 // volume is Ready when a coordinator serves with a quorum: a replica reports
 // itself Coordinator and Ready, and a majority of the requested replicas are
 // Ready voting members. Robustness is Healthy when all requested replicas
-// are, Degraded when a quorum serves with fewer, Faulted when none does.
+// are, Degraded when a quorum serves with fewer (or replicas diverge,
+// divergence.go), Faulted when none does.
 
 import (
 	"context"
@@ -54,7 +55,7 @@ func deriveHealth(want int, set replicaSet) health {
 		member := ready && !lost && !hostGone && (st.Role == storagev1alpha1.RoleCoordinator || st.Role == storagev1alpha1.RoleFollower)
 		h.summaries = append(h.summaries, storagev1alpha1.ReplicaSummary{
 			Name: vr.Name, Node: vr.Spec.Node, Role: st.Role, AppliedIndex: st.AppliedIndex, Lag: st.Lag,
-			Ready: member, StateLost: lost,
+			Ready: member, StateLost: lost, Digest: st.Digest.DeepCopy(),
 		})
 		switch {
 		case lost:
@@ -117,6 +118,11 @@ type outcome struct {
 func buildStatus(rv *storagev1alpha1.ReplicatedVolume, o outcome) storagev1alpha1.ReplicatedVolumeStatus {
 	want := replicaCount(rv)
 	h := deriveHealth(want, o.set)
+	div := divergedCondition(rv.Status.Conditions, compareDigests(o.set), rv.Generation)
+	mismatch := div.Status == metav1.ConditionTrue
+	if mismatch && h.robustness == storagev1alpha1.RobustnessHealthy {
+		h.robustness = storagev1alpha1.RobustnessDegraded // divergence.go says why not Faulted
+	}
 	st := storagev1alpha1.ReplicatedVolumeStatus{
 		ObservedGeneration: rv.Generation,
 		Robustness:         h.robustness,
@@ -156,6 +162,8 @@ func buildStatus(rv *storagev1alpha1.ReplicatedVolume, o outcome) storagev1alpha
 	switch {
 	case h.robustness == storagev1alpha1.RobustnessHealthy:
 		set(storagev1alpha1.VolumeDegraded, false, storagev1alpha1.ReasonAllReplicasCurrent, fmt.Sprintf("all %d replicas are current members", want))
+	case len(h.lost) == 0 && len(h.unavailable) == 0 && mismatch:
+		set(storagev1alpha1.VolumeDegraded, true, storagev1alpha1.ReasonDigestMismatch, div.Message)
 	case len(h.lost) > 0:
 		set(storagev1alpha1.VolumeDegraded, true, storagev1alpha1.ReasonReplicaLost, h.missingText())
 	default:
@@ -170,6 +178,7 @@ func buildStatus(rv *storagev1alpha1.ReplicatedVolume, o outcome) storagev1alpha
 	} else if meta.FindStatusCondition(st.Conditions, storagev1alpha1.VolumeReplacing.String()) == nil {
 		set(storagev1alpha1.VolumeReplacing, false, storagev1alpha1.ReasonNoReplacement, "no replica is lost")
 	}
+	meta.SetStatusCondition(&st.Conditions, div)
 	switch {
 	case o.uncertain:
 		set(storagev1alpha1.VolumeDeleting, true, storagev1alpha1.ReasonAPIUncertain, "storage preserved: "+o.deleting)
@@ -188,10 +197,14 @@ func (r *Reconciler) writeStatus(ctx context.Context, rv *storagev1alpha1.Replic
 	if equalStatus(rv.Status, st) {
 		return nil
 	}
+	before := rv.Status.Conditions
 	rv.Status = st
 	if err := r.client.Status().Update(ctx, rv); err != nil {
 		return fmt.Errorf("write status of volume %s: %w", rv.Name, err)
 	}
+	// Counted once written: a conflict retried by the next reconcile
+	// would otherwise count one mismatch twice.
+	r.divergenceWritten(rv, before, st.Conditions)
 	return nil
 }
 

@@ -24,6 +24,27 @@ func processCPU(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// filledState is a state machine with files files of fileSize bytes each,
+// every byte written (pattern), closed when b ends.
+func filledState(b *testing.B, files, fileSize int) (*harness, []uint64) {
+	b.Helper()
+	h := &harness{t: b, ino: 100}
+	f, err := New(Options{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(f.Close)
+	h.f = f
+	h.entry(wire.Op{Kind: wire.KindRegister, Session: testSession})
+	data := pattern(fileSize)
+	inos := make([]uint64, files)
+	for k := range inos {
+		inos[k] = h.mk(wire.KindCreate, wire.RootIno, fmt.Sprintf("f%d", k))
+		h.fill(inos[k], data)
+	}
+	return h, inos
+}
+
 // BenchmarkCheckpointPersist: the processor time of one checkpoint of a
 // 64 MiB volume (four 16 MiB files) through the real checkpoint store,
 // streamed (format 1) against linked (format 2), with every file written
@@ -37,20 +58,7 @@ func BenchmarkCheckpointPersist(b *testing.B) {
 		for _, linked := range []bool{false, true} {
 			name := map[bool]string{false: "streamed", true: "linked"}[linked]
 			b.Run(fmt.Sprintf("%s/changed=%d-of-%d", name, changed, files), func(b *testing.B) {
-				h := &harness{t: b, ino: 100}
-				f, err := New(Options{Dir: b.TempDir()})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer f.Close()
-				h.f = f
-				h.entry(wire.Op{Kind: wire.KindRegister, Session: testSession})
-				data := pattern(fileSize)
-				inos := make([]uint64, files)
-				for k := range inos {
-					inos[k] = h.mk(wire.KindCreate, wire.RootIno, fmt.Sprintf("f%d", k))
-					h.fill(inos[k], data)
-				}
+				h, inos := filledState(b, files, fileSize)
 				store := openStore(b, b.TempDir())
 				var wrap func(raft.SnapshotSink) raft.SnapshotSink
 				if !linked {

@@ -40,6 +40,7 @@ type Node struct {
 	PodIP      string // set by StartHosts
 	Status     string // the host's status listener, set by StartHosts
 	Proc       *exec.Cmd
+	kubeconfig string // the host's, with a token bound to this node's Pod (StartHosts)
 
 	mu              sync.Mutex
 	beforeUnpublish func(*csi.NodeUnpublishVolumeRequest)

@@ -104,6 +104,7 @@ type Stack struct {
 	// StartController.
 	ReplacementDelay time.Duration
 	hostBinary       string
+	hostArgs         []string // StartHosts' extra flags, for RestartHost
 }
 
 // New prepares a stack: namespaces, the replica host's generated roles, a
@@ -249,53 +250,84 @@ func (s *Stack) Kubeconfig(name, token string) string {
 
 // StartHosts starts one replica-host process per node on its own Pod IP,
 // dialling its node's local driver, authenticated by a token bound to its
-// node's Pod (NodeToken).
+// node's Pod (NodeToken). extraArgs are kept for RestartHost.
 func (s *Stack) StartHosts(extraArgs ...string) {
 	s.T.Helper()
+	s.hostArgs = extraArgs
 	for i, n := range s.Nodes {
 		// Each host runs as the NODE ServiceAccount with a token bound to
 		// its node's Pod, as in a cluster, so the generated roles and the
 		// token-exchange policy are what a test exercises.
-		kubeconfig := s.Kubeconfig(n.Name, s.NodeToken(n.Name))
+		n.kubeconfig = s.Kubeconfig(n.Name, s.NodeToken(n.Name))
 		n.PodIP = PodIP(i)
 		s.addPodIP(n.PodIP)
-		state := filepath.Join(s.Dir, n.Name, "host-state")
-		csitest.MkdirAll(s.T, state)
 		n.Status = net.JoinHostPort(n.PodIP, fmt.Sprint(FreePort(s.T, n.PodIP)))
-		logPath := filepath.Join(s.Dir, n.Name+".log")
-		logf, err := os.Create(logPath)
-		if err != nil {
-			s.T.Fatal(err)
-		}
-		cmd := exec.Command(s.hostBinary, "-node", n.Name, "-namespace", s.NS, "-kubeconfig", kubeconfig, "-pod-ip", n.PodIP,
-			"-status-listen", n.Status, "-state-dir", state, "-consumer-mount-root", n.ConsumerRoot,
-			"-local-csi-endpoint", "unix://"+n.Socket, "-log-level", "info",
-			"-status-interval", "200ms", "-journal-segment-bytes", "4194304",
-			"-heartbeat-timeout", "300ms", "-election-timeout", "300ms", "-leader-lease-timeout", "150ms", "-commit-timeout", "10ms")
-		cmd.Args = append(cmd.Args, extraArgs...)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			s.T.Fatal(err)
-		}
-		logf.Close()
-		n.Proc = cmd
-		name := n.Name
-		s.T.Cleanup(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			done := make(chan struct{})
-			go func() { _ = cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(15 * time.Second):
-				_ = cmd.Process.Kill()
-				<-done
-			}
-			if s.T.Failed() {
-				b, _ := os.ReadFile(logPath)
-				s.T.Logf("log of the host on %s:\n%s", name, tail(string(b), 40))
-			}
-		})
+		s.startHost(n)
 	}
+}
+
+// StopHost stops a node's replica-host process (SIGTERM, as the kubelet
+// would) and waits for it to exit. Its state, journal and publications
+// stay on disk.
+func (s *Stack) StopHost(n *Node) {
+	s.T.Helper()
+	if err := n.Proc.Process.Signal(syscall.SIGTERM); err != nil {
+		s.T.Fatalf("stop the host of %s: %v", n.Name, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = n.Proc.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = n.Proc.Process.Kill()
+		<-done
+	}
+}
+
+// RestartHost starts a stopped node's replica-host process again with the
+// same flags, Pod IP, status listener and state directory.
+func (s *Stack) RestartHost(n *Node) {
+	s.T.Helper()
+	s.startHost(n)
+}
+
+func (s *Stack) startHost(n *Node) {
+	s.T.Helper()
+	state := filepath.Join(s.Dir, n.Name, "host-state")
+	csitest.MkdirAll(s.T, state)
+	logPath := filepath.Join(s.Dir, n.Name+".log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	cmd := exec.Command(s.hostBinary, "-node", n.Name, "-namespace", s.NS, "-kubeconfig", n.kubeconfig, "-pod-ip", n.PodIP,
+		"-status-listen", n.Status, "-state-dir", state, "-consumer-mount-root", n.ConsumerRoot,
+		"-local-csi-endpoint", "unix://"+n.Socket, "-log-level", "info",
+		"-status-interval", "200ms", "-journal-segment-bytes", "4194304",
+		"-heartbeat-timeout", "300ms", "-election-timeout", "300ms", "-leader-lease-timeout", "150ms", "-commit-timeout", "10ms")
+	cmd.Args = append(cmd.Args, s.hostArgs...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		s.T.Fatal(err)
+	}
+	logf.Close()
+	n.Proc = cmd
+	name := n.Name
+	s.T.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if s.T.Failed() {
+			b, _ := os.ReadFile(logPath)
+			s.T.Logf("log of the host on %s:\n%s", name, tail(string(b), 40))
+		}
+	})
 }
 
 // addPodIP adds a host's Pod IP to the loopback interface until the test ends.
