@@ -37,6 +37,26 @@ const (
 	// carrying it may be torn down without its host's release
 	// acknowledgement (its node is gone): it no longer holds any vote.
 	AnnotationMembershipRemoved = "storage.eric.dev/membership-removed"
+	// AnnotationReplacementAbandoned marks, on a replacement VolumeReplica
+	// that could not catch up, the controller's decision to abandon it (the
+	// value says why): it is removed from the Raft configuration (if it was
+	// ever added) and retired, and another node is tried.
+	AnnotationReplacementAbandoned = "storage.eric.dev/replacement-abandoned"
+	// AnnotationReplacementExcludedNodes lists, on a lost VolumeReplica, the
+	// nodes (comma-separated) whose replacement of it was abandoned, so the
+	// next attempt picks another node.
+	AnnotationReplacementExcludedNodes = "storage.eric.dev/replacement-excluded-nodes"
+
+	// AnnotationSourceClaimUID records, on a ReplicatedVolume whose name does
+	// not carry it (the provisioner's pvc-<uid>), the UID of the source claim
+	// the volume controller first saw. A claim of the same name with another
+	// UID is another claim.
+	AnnotationSourceClaimUID = "storage.eric.dev/source-claim-uid"
+	// AnnotationOrphanedSince is the volume controller's durable record, on a
+	// ReplicatedVolume, of when it first found the source claim gone and no
+	// PersistentVolume holding the volume (RFC 3339); the orphan grace period
+	// counts from it, so a restarted manager does not start it again.
+	AnnotationOrphanedSince = "storage.eric.dev/orphaned-since"
 
 	// AnnotationSelectedNode binds a WaitForFirstConsumer claim to a node, as
 	// the scheduler would; the local provisioner provisions there.
