@@ -42,10 +42,11 @@ const (
 	// value says why): it is removed from the Raft configuration (if it was
 	// ever added) and retired, and another node is tried.
 	AnnotationReplacementAbandoned = "storage.eric.dev/replacement-abandoned"
-	// AnnotationReplacementExcludedNodes lists, on a lost VolumeReplica, the
-	// nodes (comma-separated) whose replacement of it was abandoned, so the
-	// next attempt picks another node.
-	AnnotationReplacementExcludedNodes = "storage.eric.dev/replacement-excluded-nodes"
+	// AnnotationAbandonedReplacements lists, on a lost VolumeReplica, its
+	// abandoned replacements as comma-separated `<replica>@<node>`: the next
+	// attempt picks another node and an index above theirs (a replica name,
+	// hence a Raft server ID, is never used twice).
+	AnnotationAbandonedReplacements = "storage.eric.dev/abandoned-replacements"
 
 	// AnnotationSourceClaimUID records, on a ReplicatedVolume whose name does
 	// not carry it (the provisioner's pvc-<uid>), the UID of the source claim
