@@ -32,8 +32,13 @@ import (
 )
 
 // Orphan grace bounds: how long a volume may stay without its source claim
-// and without a PersistentVolume before it is collected.
-const DefaultOrphanGracePeriod = 5 * time.Minute
+// and without a PersistentVolume before it is collected. The flag's minimum
+// leaves the provisioner time to retry or create the PV; tests set the
+// Option shorter.
+const (
+	DefaultOrphanGracePeriod = 5 * time.Minute
+	MinOrphanGracePeriod     = time.Minute
+)
 
 // Events of the orphan collection.
 const (
