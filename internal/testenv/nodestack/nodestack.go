@@ -97,7 +97,15 @@ type Stack struct {
 	// --replica-replacement-delay (zero: its default); set it before
 	// StartController.
 	ReplacementDelay time.Duration
-	hostBinary       string
+	// OrphanGrace is the controller's --orphan-volume-grace (zero: an
+	// hour; the stacks' volumes have no source claim, as no provisioner of
+	// the replicated driver is played, and must not be collected mid-test).
+	OrphanGrace time.Duration
+	hostBinary  string
+	// controller is the running volume controller, deletes what every
+	// controller of the stack deleted (controller.go).
+	controller controllerRun
+	deletes    deleteLog
 }
 
 // New prepares a stack: namespaces, the replica host's generated roles, a
@@ -165,8 +173,12 @@ func (s *Stack) StartController(ports volume.PortRange) {
 	if err != nil {
 		s.T.Fatal(err)
 	}
-	r, err := volume.New(mgr.GetClient(), s.Env.Scheme, volume.Options{Namespace: s.NS, ManagerNamespace: s.ManagerNS,
-		APIReader: mgr.GetAPIReader(), Ports: ports, ReplicaReplacementDelay: s.ReplacementDelay})
+	grace := s.OrphanGrace
+	if grace == 0 {
+		grace = time.Hour
+	}
+	r, err := volume.New(s.audit(mgr.GetClient()), s.Env.Scheme, volume.Options{Namespace: s.NS, ManagerNamespace: s.ManagerNS,
+		APIReader: mgr.GetAPIReader(), Ports: ports, ReplicaReplacementDelay: s.ReplacementDelay, OrphanGracePeriod: grace})
 	if err != nil {
 		s.T.Fatal(err)
 	}
@@ -176,7 +188,8 @@ func (s *Stack) StartController(ports volume.PortRange) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = mgr.Start(ctx) }()
-	s.T.Cleanup(func() { cancel(); <-done })
+	s.controller = controllerRun{ports: ports, stop: func() { cancel(); <-done }}
+	s.T.Cleanup(s.StopController)
 }
 
 // StartControllerOnFreePorts starts the controller with a replica port

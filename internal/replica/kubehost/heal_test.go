@@ -1,0 +1,199 @@
+package kubehost_test
+
+// A replica whose backing claim goes Lost (its PV deleted) while its node
+// and host stay, replaced with real hosts under continuous writes, and the
+// volume controller (the manager) stopped and started again at each step of
+// the replacement: after the allocation, once the add is requested, while
+// the new replica catches up, after the removal. envtest runs no PV
+// controller, so the test deletes the PV and sets the claim's phase Lost as
+// that controller would.
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
+)
+
+// replacementStep is an observable point of a replacement at which the
+// manager is restarted.
+type replacementStep struct {
+	name    string
+	reached func(vrs []storagev1alpha1.VolumeReplica) bool
+}
+
+func replacementSteps(victim string) []replacementStep {
+	repl := func(vrs []storagev1alpha1.VolumeReplica) *storagev1alpha1.VolumeReplica {
+		for i := range vrs {
+			if vrs[i].Spec.Replaces == victim {
+				return &vrs[i]
+			}
+		}
+		return nil
+	}
+	requested := func(vrs []storagev1alpha1.VolumeReplica, op storagev1alpha1.MembershipOperation, member string) bool {
+		for _, vr := range vrs {
+			if m := vr.Spec.Membership; m != nil && m.Operation == op && m.Member.Name == member {
+				return true
+			}
+		}
+		return false
+	}
+	reported := func(vrs []storagev1alpha1.VolumeReplica, op storagev1alpha1.MembershipOperation, member string) bool {
+		for _, vr := range vrs {
+			if o := vr.Status.Membership; o != nil && o.Operation == op && o.Member == member && o.Result == storagev1alpha1.MembershipSucceeded {
+				return true
+			}
+		}
+		return false
+	}
+	return []replacementStep{
+		{"after allocate", func(vrs []storagev1alpha1.VolumeReplica) bool { return repl(vrs) != nil }},
+		{"after the add is requested", func(vrs []storagev1alpha1.VolumeReplica) bool {
+			r := repl(vrs)
+			return r != nil && requested(vrs, storagev1alpha1.MembershipAdd, r.Name)
+		}},
+		{"during the rebuild", func(vrs []storagev1alpha1.VolumeReplica) bool {
+			r := repl(vrs)
+			return r != nil && r.Status.Role != "" && r.Status.Role != storagev1alpha1.RoleStopped
+		}},
+		{"after remove", func(vrs []storagev1alpha1.VolumeReplica) bool {
+			return reported(vrs, storagev1alpha1.MembershipRemove, victim)
+		}},
+	}
+}
+
+func TestALostClaimIsReplacedUnderWritesAcrossManagerRestarts(t *testing.T) {
+	fx := newFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
+	defer cancel()
+	fx.ctx = ctx
+	for i := range 4 {
+		fx.AddNode(fmt.Sprintf("kh-lost-%c", 'a'+i))
+	}
+	fx.StartControllerOnFreePorts()
+	fx.StartHosts()
+	rv := fx.volume("khlost", 3)
+	fx.ProvisionClaims(rv.Name, 3)
+	healthy := func() error {
+		if r := fx.getVolume(rv.Name).Status.Robustness; r != storagev1alpha1.RobustnessHealthy {
+			return fmt.Errorf("robustness %q", r)
+		}
+		return nil
+	}
+	eventually(t, 2*time.Minute, "the volume Healthy", healthy)
+	led := fx.startWrites(ctx, rv.Name)
+	time.Sleep(2 * time.Second)
+
+	var victim storagev1alpha1.VolumeReplica
+	for _, vr := range fx.replicas(rv.Name) {
+		if vr.Status.Role == storagev1alpha1.RoleFollower {
+			victim = vr
+			break
+		}
+	}
+	if victim.Name == "" {
+		t.Fatal("no follower")
+	}
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: fx.ns, Name: victim.Spec.BackingClaimName}, claim); err != nil {
+		t.Fatal(err)
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(ctx, pv); err != nil {
+		t.Fatal(err)
+	}
+	claim.Status.Phase = corev1.ClaimLost
+	if err := env.Client.Status().Update(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	lostAt := time.Now()
+	t.Logf("PV %s of %s's claim %s deleted, the claim Lost; node %s and its host stay", pv.Name, victim.Name, claim.Name, victim.Spec.Node)
+
+	// Restart the manager once at each step it reaches.
+	steps := replacementSteps(victim.Name)
+	provisioned := false
+	eventually(t, 4*time.Minute, "the volume Healthy again, the lost replica gone", func() error {
+		vrs := fx.replicas(rv.Name)
+		for len(steps) > 0 && steps[0].reached(vrs) {
+			t.Logf("manager restarted %s (%s after the loss)", steps[0].name, time.Since(lostAt).Round(time.Millisecond))
+			fx.RestartController()
+			steps = steps[1:]
+		}
+		if !provisioned && len(vrs) == 4 {
+			fx.ProvisionClaims(rv.Name, 4)
+			provisioned = true
+		}
+		for _, vr := range vrs {
+			if vr.Name == victim.Name {
+				return fmt.Errorf("%s still exists; Replacing %+v", victim.Name,
+					meta.FindStatusCondition(fx.getVolume(rv.Name).Status.Conditions, storagev1alpha1.VolumeReplacing.String()))
+			}
+		}
+		return healthy()
+	})
+	t.Logf("claim Lost to Healthy: %s; restarts not reached: %d", time.Since(lostAt).Round(time.Second), len(steps))
+	time.Sleep(time.Second)
+	led.verify(ctx)
+
+	vrs := fx.replicas(rv.Name)
+	nodes, ports := map[string]bool{}, map[string]bool{}
+	for _, vr := range vrs {
+		if nodes[vr.Spec.Node] {
+			t.Errorf("two replicas on node %s", vr.Spec.Node)
+		}
+		nodes[vr.Spec.Node] = true
+		p := fmt.Sprintf("%s:%d", vr.Spec.Node, vr.Spec.Port)
+		if ports[p] {
+			t.Errorf("port %s handed out twice", p)
+		}
+		ports[p] = true
+		if vr.Spec.Replaces != "" && vr.Spec.Replaces != victim.Name {
+			t.Errorf("unexpected replacement %s of %s", vr.Name, vr.Spec.Replaces)
+		}
+	}
+	if len(vrs) != 3 || nodes[victim.Spec.Node] {
+		t.Errorf("replicas after the replacement: %v, want 3 with none on %s", names(vrs), victim.Spec.Node)
+	}
+	claims := &corev1.PersistentVolumeClaimList{}
+	if err := env.Client.List(ctx, claims, client.InNamespace(fx.ns), client.MatchingLabels{storagev1alpha1.LabelVolume: rv.Name}); err != nil {
+		t.Fatal(err)
+	}
+	live := 0
+	for _, c := range claims.Items {
+		if c.DeletionTimestamp == nil {
+			live++
+		}
+		if c.Name == claim.Name && c.DeletionTimestamp == nil {
+			t.Errorf("the lost claim %s is not reclaimed", c.Name)
+		}
+	}
+	if live != 3 {
+		t.Errorf("%d live backing claims, want 3", live)
+	}
+	for _, d := range fx.Deletes() {
+		if d.UID == "" {
+			t.Errorf("%s", d)
+		}
+	}
+	if len(steps) > 0 {
+		t.Logf("steps passed before a restart could be made there: %d (the first: %s)", len(steps), steps[0].name)
+	}
+}
+
+func names(vrs []storagev1alpha1.VolumeReplica) []string {
+	var out []string
+	for _, vr := range vrs {
+		out = append(out, vr.Name)
+	}
+	return out
+}
