@@ -21,18 +21,7 @@ import (
 func TestClaimLostAloneTriggersReplacement(t *testing.T) {
 	fx := newFixture(t)
 	rv, r0, _, r2 := fx.healthyWithSpareNode()
-	claim := &corev1.PersistentVolumeClaim{}
-	if err := env.Client.Get(fx.ctx, client.ObjectKey{Namespace: fx.ns, Name: r2.Spec.BackingClaimName}, claim); err != nil {
-		t.Fatal(err)
-	}
-	controllerutil.AddFinalizer(claim, storagev1alpha1.FinalizerBackingUse)
-	if err := env.Client.Update(fx.ctx, claim); err != nil {
-		t.Fatal(err)
-	}
-	claim.Status.Phase = corev1.ClaimLost
-	if err := env.Client.Status().Update(fx.ctx, claim); err != nil {
-		t.Fatal(err)
-	}
+	claim := fx.claimInUse(&r2, corev1.ClaimLost)
 	fx.converge(rv.Name)
 	got := fx.replacing(rv, metav1.ConditionTrue, storagev1alpha1.ReasonAddingReplica)
 	if msg := condition(got, storagev1alpha1.VolumeReplacing).Message; !strings.Contains(msg, "replaces "+r2.Name) {

@@ -21,6 +21,18 @@ import (
 
 const orphanGrace = 2 * time.Second
 
+// newOrphanFixture is a fixture whose controller has a short orphan grace
+// period, with three eligible nodes.
+func newOrphanFixture(t *testing.T) *fixture {
+	fx := newFixture(t)
+	fx.opts.OrphanGracePeriod = orphanGrace
+	fx.restart()
+	for _, n := range []string{"a", "b", "c"} {
+		fx.node(n, "", true)
+	}
+	return fx
+}
+
 // volumeFor creates a three-replica volume whose source claim is
 // fx.ns/claim (which may or may not exist).
 func (fx *fixture) volumeFor(claim string) *storagev1alpha1.ReplicatedVolume {
@@ -97,12 +109,7 @@ func (fx *fixture) annotation(rv *storagev1alpha1.ReplicatedVolume, key string) 
 // and no PV was ever made: after the grace period the volume goes, with its
 // replicas, claims, Services and Secrets, across a manager restart.
 func TestOrphanedVolumeIsCollectedAfterTheGrace(t *testing.T) {
-	fx := newFixture(t)
-	fx.opts.OrphanGracePeriod = orphanGrace
-	fx.restart()
-	for _, n := range []string{"a", "b", "c"} {
-		fx.node(n, "", true)
-	}
+	fx := newOrphanFixture(t)
 	rv := fx.volumeFor("data")
 	fx.converge(rv.Name)
 	if _, ok := fx.annotation(rv, storagev1alpha1.AnnotationOrphanedSince); !ok {
@@ -120,12 +127,7 @@ func TestOrphanedVolumeIsCollectedAfterTheGrace(t *testing.T) {
 // A PersistentVolume holding the volume (a Retain PV whose claim is gone)
 // keeps it, whatever the grace period.
 func TestVolumeHeldByAPersistentVolumeIsNeverCollected(t *testing.T) {
-	fx := newFixture(t)
-	fx.opts.OrphanGracePeriod = orphanGrace
-	fx.restart()
-	for _, n := range []string{"a", "b", "c"} {
-		fx.node(n, "", true)
-	}
+	fx := newOrphanFixture(t)
 	rv := fx.volumeFor("retained")
 	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-" + rv.Name},
 		Spec: corev1.PersistentVolumeSpec{
@@ -155,12 +157,7 @@ func TestVolumeHeldByAPersistentVolumeIsNeverCollected(t *testing.T) {
 // the same name is another claim, and the volume is collected. While the
 // original claim exists nothing is.
 func TestVolumeWhoseClaimWasRecreatedIsCollected(t *testing.T) {
-	fx := newFixture(t)
-	fx.opts.OrphanGracePeriod = orphanGrace
-	fx.restart()
-	for _, n := range []string{"a", "b", "c"} {
-		fx.node(n, "", true)
-	}
+	fx := newOrphanFixture(t)
 	first := fx.sourceClaim("data")
 	rv := fx.volumeFor("data")
 	fx.converge(rv.Name)

@@ -191,18 +191,7 @@ func TestReplacementThatNeverCatchesUpIsAbandoned(t *testing.T) {
 	fx.restart()
 
 	// r4's node goes away past the replacement delay, its claim in use.
-	claim := &corev1.PersistentVolumeClaim{}
-	if err := env.Client.Get(fx.ctx, client.ObjectKey{Namespace: fx.ns, Name: r4.Spec.BackingClaimName}, claim); err != nil {
-		t.Fatal(err)
-	}
-	controllerutil.AddFinalizer(claim, storagev1alpha1.FinalizerBackingUse)
-	if err := env.Client.Update(fx.ctx, claim); err != nil {
-		t.Fatal(err)
-	}
-	claim.Status.Phase = corev1.ClaimBound
-	if err := env.Client.Status().Update(fx.ctx, claim); err != nil {
-		t.Fatal(err)
-	}
+	claim := fx.claimInUse(r4, corev1.ClaimBound)
 	n := &corev1.Node{}
 	if err := env.Client.Get(fx.ctx, client.ObjectKey{Name: r4.Spec.Node}, n); err != nil {
 		t.Fatal(err)

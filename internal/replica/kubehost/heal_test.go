@@ -81,26 +81,12 @@ func TestALostClaimIsReplacedUnderWritesAcrossManagerRestarts(t *testing.T) {
 	fx.StartHosts()
 	rv := fx.volume("khlost", 3)
 	fx.ProvisionClaims(rv.Name, 3)
-	healthy := func() error {
-		if r := fx.getVolume(rv.Name).Status.Robustness; r != storagev1alpha1.RobustnessHealthy {
-			return fmt.Errorf("robustness %q", r)
-		}
-		return nil
-	}
+	healthy := fx.healthy(rv.Name)
 	eventually(t, 2*time.Minute, "the volume Healthy", healthy)
 	led := fx.startWrites(ctx, rv.Name)
 	time.Sleep(2 * time.Second)
 
-	var victim storagev1alpha1.VolumeReplica
-	for _, vr := range fx.replicas(rv.Name) {
-		if vr.Status.Role == storagev1alpha1.RoleFollower {
-			victim = vr
-			break
-		}
-	}
-	if victim.Name == "" {
-		t.Fatal("no follower")
-	}
+	victim := fx.follower(rv.Name)
 	claim := &corev1.PersistentVolumeClaim{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: fx.ns, Name: victim.Spec.BackingClaimName}, claim); err != nil {
 		t.Fatal(err)

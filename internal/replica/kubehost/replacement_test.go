@@ -171,6 +171,28 @@ func (led *ledger) verify(ctx context.Context) {
 	t.Logf("%d acknowledged slots read back intact", len(led.acks))
 }
 
+// healthy is a condition for eventually: the volume's robustness is Healthy.
+func (fx *fixture) healthy(volumeName string) func() error {
+	return func() error {
+		if r := fx.getVolume(volumeName).Status.Robustness; r != storagev1alpha1.RobustnessHealthy {
+			return fmt.Errorf("robustness %q", r)
+		}
+		return nil
+	}
+}
+
+// follower is a replica of the volume that reports itself a follower.
+func (fx *fixture) follower(volumeName string) storagev1alpha1.VolumeReplica {
+	fx.t.Helper()
+	for _, vr := range fx.replicas(volumeName) {
+		if vr.Status.Role == storagev1alpha1.RoleFollower {
+			return vr
+		}
+	}
+	fx.t.Fatalf("volume %s has no follower", volumeName)
+	return storagev1alpha1.VolumeReplica{}
+}
+
 func TestAGoneNodesReplicaIsReplacedUnderWrites(t *testing.T) {
 	fx := newFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
@@ -184,29 +206,14 @@ func TestAGoneNodesReplicaIsReplacedUnderWrites(t *testing.T) {
 	fx.StartHosts()
 	rv := fx.volume("khrep", 3)
 	fx.ProvisionClaims(rv.Name, 3)
-	healthy := func() error {
-		cur := fx.getVolume(rv.Name)
-		if cur.Status.Robustness != storagev1alpha1.RobustnessHealthy {
-			return fmt.Errorf("robustness %q", cur.Status.Robustness)
-		}
-		return nil
-	}
+	healthy := fx.healthy(rv.Name)
 	eventually(t, 2*time.Minute, "the volume Healthy", healthy)
 
 	led := fx.startWrites(ctx, rv.Name)
 	time.Sleep(2 * time.Second)
 
 	// Kill a follower's host and declare its node gone.
-	var victim storagev1alpha1.VolumeReplica
-	for _, vr := range fx.replicas(rv.Name) {
-		if vr.Status.Role == storagev1alpha1.RoleFollower {
-			victim = vr
-			break
-		}
-	}
-	if victim.Name == "" {
-		t.Fatal("no follower to kill")
-	}
+	victim := fx.follower(rv.Name)
 	for _, n := range fx.Nodes {
 		if n.Name == victim.Spec.Node {
 			if err := n.Proc.Process.Kill(); err != nil {
