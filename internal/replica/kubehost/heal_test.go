@@ -69,6 +69,29 @@ func replacementSteps(victim string) []replacementStep {
 	}
 }
 
+// loseClaim deletes the PV of vr's backing claim and sets the claim's phase
+// Lost, as the PV controller would; vr's node and host stay.
+func (fx *fixture) loseClaim(vr storagev1alpha1.VolumeReplica) *corev1.PersistentVolumeClaim {
+	fx.t.Helper()
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := env.Client.Get(fx.ctx, client.ObjectKey{Namespace: fx.ns, Name: vr.Spec.BackingClaimName}, claim); err != nil {
+		fx.t.Fatal(err)
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := env.Client.Get(fx.ctx, client.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil {
+		fx.t.Fatal(err)
+	}
+	if err := env.Client.Delete(fx.ctx, pv); err != nil {
+		fx.t.Fatal(err)
+	}
+	claim.Status.Phase = corev1.ClaimLost
+	if err := env.Client.Status().Update(fx.ctx, claim); err != nil {
+		fx.t.Fatal(err)
+	}
+	fx.t.Logf("PV %s of %s's claim %s deleted, the claim Lost; node %s and its host stay", pv.Name, vr.Name, claim.Name, vr.Spec.Node)
+	return claim
+}
+
 func TestALostClaimIsReplacedUnderWritesAcrossManagerRestarts(t *testing.T) {
 	fx := newFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
@@ -87,23 +110,8 @@ func TestALostClaimIsReplacedUnderWritesAcrossManagerRestarts(t *testing.T) {
 	time.Sleep(2 * time.Second)
 
 	victim := fx.follower(rv.Name)
-	claim := &corev1.PersistentVolumeClaim{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: fx.ns, Name: victim.Spec.BackingClaimName}, claim); err != nil {
-		t.Fatal(err)
-	}
-	pv := &corev1.PersistentVolume{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.Client.Delete(ctx, pv); err != nil {
-		t.Fatal(err)
-	}
-	claim.Status.Phase = corev1.ClaimLost
-	if err := env.Client.Status().Update(ctx, claim); err != nil {
-		t.Fatal(err)
-	}
+	claim := fx.loseClaim(victim)
 	lostAt := time.Now()
-	t.Logf("PV %s of %s's claim %s deleted, the claim Lost; node %s and its host stay", pv.Name, victim.Name, claim.Name, victim.Spec.Node)
 
 	// Restart the manager once at each step it reaches.
 	steps := replacementSteps(victim.Name)
@@ -182,4 +190,105 @@ func names(vrs []storagev1alpha1.VolumeReplica) []string {
 		out = append(out, vr.Name)
 	}
 	return out
+}
+
+// A replacement that never catches up, with real hosts under writes: the
+// new replica's backing claim is never provisioned (its node's provisioner
+// never answers), so its worker never starts. Past the rebuild timeout the
+// controller abandons it: the coordinator's host removes it from the Raft
+// configuration, its objects go, and the replacement is made again on the
+// fifth node, which is provisioned; the volume is Healthy and every
+// acknowledged write reads back.
+func TestAReplacementThatNeverCatchesUpIsRemadeElsewhereUnderWrites(t *testing.T) {
+	fx := newFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
+	defer cancel()
+	fx.ctx = ctx
+	for i := range 5 {
+		fx.AddNode(fmt.Sprintf("kh-stuck-%c", 'a'+i))
+	}
+	fx.RebuildTimeout = 15 * time.Second
+	fx.StartControllerOnFreePorts()
+	fx.StartHosts()
+	rv := fx.volume("khstuck", 3)
+	fx.ProvisionClaims(rv.Name, 3)
+	eventually(t, 2*time.Minute, "the volume Healthy", fx.healthy(rv.Name))
+	led := fx.startWrites(ctx, rv.Name)
+	time.Sleep(2 * time.Second)
+
+	victim := fx.follower(rv.Name)
+	fx.loseClaim(victim)
+	var first storagev1alpha1.VolumeReplica
+	eventually(t, time.Minute, "a first replacement allocated", func() error {
+		for _, vr := range fx.replicas(rv.Name) {
+			if vr.Spec.Replaces == victim.Name {
+				first = vr
+				return nil
+			}
+		}
+		return fmt.Errorf("none yet")
+	})
+	t.Logf("first replacement %s on %s; its claim is left unprovisioned", first.Name, first.Spec.Node)
+	eventually(t, time.Minute, "the first replacement abandoned", func() error {
+		c := meta.FindStatusCondition(fx.getVolume(rv.Name).Status.Conditions, storagev1alpha1.VolumeReplacing.String())
+		if c == nil || c.Reason != storagev1alpha1.ReasonAbandoningReplacement.String() {
+			return fmt.Errorf("Replacing %+v", c)
+		}
+		t.Logf("Replacing: %s", c.Message)
+		return nil
+	})
+	var second storagev1alpha1.VolumeReplica
+	eventually(t, 2*time.Minute, "the first replacement gone, a second one allocated", func() error {
+		second = storagev1alpha1.VolumeReplica{}
+		for _, vr := range fx.replicas(rv.Name) {
+			if vr.Name == first.Name {
+				return fmt.Errorf("%s still exists; Replacing %+v", first.Name,
+					meta.FindStatusCondition(fx.getVolume(rv.Name).Status.Conditions, storagev1alpha1.VolumeReplacing.String()))
+			}
+			if vr.Spec.Replaces == victim.Name {
+				second = vr
+			}
+		}
+		if second.Name == "" {
+			return fmt.Errorf("no second replacement yet")
+		}
+		return nil
+	})
+	if second.Spec.Node == first.Spec.Node || second.Name == first.Name {
+		t.Fatalf("second replacement %s on %s, the abandoned one was %s on %s", second.Name, second.Spec.Node, first.Name, first.Spec.Node)
+	}
+	fx.ProvisionClaim(second.Spec.BackingClaimName)
+	eventually(t, 3*time.Minute, "the volume Healthy again, the lost replica gone", func() error {
+		for _, vr := range fx.replicas(rv.Name) {
+			if vr.Name == victim.Name {
+				return fmt.Errorf("%s still exists; Replacing %+v", victim.Name,
+					meta.FindStatusCondition(fx.getVolume(rv.Name).Status.Conditions, storagev1alpha1.VolumeReplacing.String()))
+			}
+		}
+		return fx.healthy(rv.Name)()
+	})
+	time.Sleep(time.Second)
+	led.verify(ctx)
+	eventually(t, 30*time.Second, "the coordinator's Raft configuration without the lost and the abandoned replica", func() error {
+		for _, vr := range fx.replicas(rv.Name) {
+			if vr.Status.Role != storagev1alpha1.RoleCoordinator {
+				continue
+			}
+			for _, m := range vr.Status.Members {
+				if m == victim.Name || m == first.Name {
+					return fmt.Errorf("coordinator %s reports members %v", vr.Name, vr.Status.Members)
+				}
+			}
+			if len(vr.Status.Members) != 3 {
+				return fmt.Errorf("coordinator %s reports members %v", vr.Name, vr.Status.Members)
+			}
+			return nil
+		}
+		return fmt.Errorf("no coordinator reported")
+	})
+	for _, d := range fx.Deletes() {
+		if d.UID == "" {
+			t.Errorf("%s", d)
+		}
+	}
 }

@@ -101,7 +101,10 @@ type Stack struct {
 	// hour; the stacks' volumes have no source claim, as no provisioner of
 	// the replicated driver is played, and must not be collected mid-test).
 	OrphanGrace time.Duration
-	hostBinary  string
+	// RebuildTimeout is the controller's --replica-rebuild-timeout (zero:
+	// its default); tests set it below the flag's minimum.
+	RebuildTimeout time.Duration
+	hostBinary     string
 	// controller is the running volume controller, deletes what every
 	// controller of the stack deleted (controller.go).
 	controller controllerRun
@@ -178,7 +181,8 @@ func (s *Stack) StartController(ports volume.PortRange) {
 		grace = time.Hour
 	}
 	r, err := volume.New(s.audit(mgr.GetClient()), s.Env.Scheme, volume.Options{Namespace: s.NS, ManagerNamespace: s.ManagerNS,
-		APIReader: mgr.GetAPIReader(), Ports: ports, ReplicaReplacementDelay: s.ReplacementDelay, OrphanGracePeriod: grace})
+		APIReader: mgr.GetAPIReader(), Ports: ports, ReplicaReplacementDelay: s.ReplacementDelay, OrphanGracePeriod: grace,
+		ReplicaRebuildTimeout: s.RebuildTimeout})
 	if err != nil {
 		s.T.Fatal(err)
 	}
