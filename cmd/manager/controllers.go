@@ -53,6 +53,8 @@ func setupVolumeController(mgr ctrl.Manager, opts options) error {
 		Namespace:               opts.storageNamespace,
 		ManagerNamespace:        opts.managerNamespace,
 		ReplicaReplacementDelay: opts.replicaReplacementDelay,
+		ReplicaRebuildTimeout:   opts.replicaRebuildTimeout,
+		OrphanGracePeriod:       opts.orphanVolumeGrace,
 		APIReader:               mgr.GetAPIReader(),
 		Recorder:                mgr.GetEventRecorder("volume-controller"),
 		Metrics:                 metrics,

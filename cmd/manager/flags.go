@@ -29,6 +29,8 @@ type options struct {
 	// The volume controller (issue 12 item 2).
 	replicaRuntime          string
 	replicaReplacementDelay time.Duration
+	replicaRebuildTimeout   time.Duration
+	orphanVolumeGrace       time.Duration
 	storageNamespace        string
 	managerNamespace        string
 
@@ -62,6 +64,10 @@ func parseFlags(args []string) (options, error) {
 		"runtime of new replicated volumes' workers: shared (workers in the NODE DaemonSet's replica host; seed 003); the legacy pod runtime is not offered")
 	fs.DurationVar(&o.replicaReplacementDelay, "replica-replacement-delay", volume.DefaultReplicaReplacementDelay,
 		"how long a replica's node may be gone, with a healthy quorum left, before the replica is replaced on another node (at least 1m)")
+	fs.DurationVar(&o.replicaRebuildTimeout, "replica-rebuild-timeout", volume.DefaultReplicaRebuildTimeout,
+		"how long a replacement replica may stay behind its coordinator before it is abandoned and another node is tried (at least 1m)")
+	fs.DurationVar(&o.orphanVolumeGrace, "orphan-volume-grace", volume.DefaultOrphanGracePeriod,
+		"how long a ReplicatedVolume may be without its source claim and without a PersistentVolume before it is deleted (at least 1m: the provisioner may still be retrying)")
 	fs.StringVar(&o.storageNamespace, "storage-namespace", "cellfleet-storage",
 		"namespace of the NODE DaemonSet, the VolumeReplicas, backing claims, replica Services and the Secrets nodes read")
 	fs.StringVar(&o.managerNamespace, "manager-namespace", "cellfleet-system",
@@ -104,6 +110,14 @@ func validateVolumeFlags(o options) error {
 	if o.replicaReplacementDelay < volume.MinReplicaReplacementDelay {
 		return fmt.Errorf("--replica-replacement-delay=%s is below the minimum of %s: a shorter delay would replace "+
 			"replicas whose node only restarts", o.replicaReplacementDelay, volume.MinReplicaReplacementDelay)
+	}
+	if o.replicaRebuildTimeout < volume.MinReplicaRebuildTimeout {
+		return fmt.Errorf("--replica-rebuild-timeout=%s is below the minimum of %s: a rebuild needs time to start",
+			o.replicaRebuildTimeout, volume.MinReplicaRebuildTimeout)
+	}
+	if o.orphanVolumeGrace < volume.MinOrphanGracePeriod {
+		return fmt.Errorf("--orphan-volume-grace=%s is below the minimum of %s: the provisioner may still be retrying "+
+			"or creating the PersistentVolume", o.orphanVolumeGrace, volume.MinOrphanGracePeriod)
 	}
 	for flag, ns := range map[string]string{"--storage-namespace": o.storageNamespace, "--manager-namespace": o.managerNamespace} {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {

@@ -124,6 +124,22 @@ func TestVolumeControllerFlags(t *testing.T) {
 		}},
 		{name: "replacement delay below 1m refused", args: []string{"--replica-replacement-delay=30s"},
 			wantErr: "--replica-replacement-delay=30s is below the minimum of 1m0s"},
+		{name: "heal defaults: 6h rebuild timeout, 5m orphan grace", check: func(o options) string {
+			if o.replicaRebuildTimeout != 6*time.Hour || o.orphanVolumeGrace != 5*time.Minute {
+				return "defaults are not 6h/5m"
+			}
+			return ""
+		}},
+		{name: "orphan grace of 1m accepted", args: []string{"--orphan-volume-grace=1m", "--replica-rebuild-timeout=1m"}, check: func(o options) string {
+			if o.orphanVolumeGrace != time.Minute || o.replicaRebuildTimeout != time.Minute {
+				return "grace or timeout not 1m"
+			}
+			return ""
+		}},
+		{name: "orphan grace below 1m refused", args: []string{"--orphan-volume-grace=10s"},
+			wantErr: "--orphan-volume-grace=10s is below the minimum of 1m0s"},
+		{name: "rebuild timeout below 1m refused", args: []string{"--replica-rebuild-timeout=5s"},
+			wantErr: "--replica-rebuild-timeout=5s is below the minimum of 1m0s"},
 		{name: "one namespace for CA keys and nodes refused", args: []string{"--storage-namespace=x", "--manager-namespace=x"},
 			wantErr: "CA keys would be readable"},
 		{name: "bad storage namespace refused", args: []string{"--storage-namespace=Bad_NS"}, wantErr: "--storage-namespace"},

@@ -72,6 +72,7 @@ func run(args []string) error {
 		"fleetNamespaces", opts.fleetNamespaces,
 		"storageNamespace", opts.storageNamespace, "replicaRuntime", opts.replicaRuntime,
 		"replicaReplacementDelay", opts.replicaReplacementDelay.String(),
+		"replicaRebuildTimeout", opts.replicaRebuildTimeout.String(), "orphanVolumeGrace", opts.orphanVolumeGrace.String(),
 		"leaderElect", opts.leaderElect)
 	ctx := ctrl.SetupSignalHandler()
 	if err := mgr.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {

@@ -236,6 +236,11 @@ const (
 	// ReasonAwaitingReplacement: another replacement of the volume is in
 	// progress; one at a time.
 	ReasonAwaitingReplacement ConditionReason = "AwaitingOtherReplacement"
+	// ReasonAbandoningReplacement: the replica being added could not catch
+	// up (its node went away, it lost its state or its claim, or it stayed
+	// behind past --replica-rebuild-timeout); it is removed from the Raft
+	// configuration and retired, then another node is tried.
+	ReasonAbandoningReplacement ConditionReason = "AbandoningReplacement"
 )
 
 // Reasons of the Diverged condition (and of Degraded while replicas diverge).

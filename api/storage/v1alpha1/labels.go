@@ -37,6 +37,27 @@ const (
 	// carrying it may be torn down without its host's release
 	// acknowledgement (its node is gone): it no longer holds any vote.
 	AnnotationMembershipRemoved = "storage.eric.dev/membership-removed"
+	// AnnotationReplacementAbandoned marks, on a replacement VolumeReplica
+	// that could not catch up, the controller's decision to abandon it (the
+	// value says why): it is removed from the Raft configuration (if it was
+	// ever added) and retired, and another node is tried.
+	AnnotationReplacementAbandoned = "storage.eric.dev/replacement-abandoned"
+	// AnnotationAbandonedReplacements lists, on a lost VolumeReplica, its
+	// abandoned replacements as comma-separated `<replica>@<node>`: the next
+	// attempt picks another node and an index above theirs (a replica name,
+	// hence a Raft server ID, is never used twice).
+	AnnotationAbandonedReplacements = "storage.eric.dev/abandoned-replacements"
+
+	// AnnotationSourceClaimUID records, on a ReplicatedVolume whose name does
+	// not carry it (the provisioner's pvc-<uid>), the UID of the source claim
+	// the volume controller first saw. A claim of the same name with another
+	// UID is another claim.
+	AnnotationSourceClaimUID = "storage.eric.dev/source-claim-uid"
+	// AnnotationOrphanedSince is the volume controller's durable record, on a
+	// ReplicatedVolume, of when it first found the source claim gone and no
+	// PersistentVolume holding the volume (RFC 3339); the orphan grace period
+	// counts from it, so a restarted manager does not start it again.
+	AnnotationOrphanedSince = "storage.eric.dev/orphaned-since"
 
 	// AnnotationDigestRequested asks the replica host of a VolumeReplica
 	// for a state digest now, past its digest interval: any value of at

@@ -1,10 +1,12 @@
 package volume
 
 // RBAC of the volume controller, least privilege:
-//   - cluster-wide: the ReplicatedVolume API (no create or delete: the CSI
-//     controller creates and deletes volumes), Node reads for placement and
-//     for judging a replica's node gone, and PersistentVolume gets (by name,
-//     no list) for judging a replica's backing volume gone;
+//   - cluster-wide: the ReplicatedVolume API (no create: the CSI controller
+//     creates volumes; delete, bound to a UID, only for an orphaned volume,
+//     orphan.go), Node reads for placement and for judging a replica's node
+//     gone, PersistentVolume get and list (a replica's backing volume gone;
+//     whether a PV holds an orphan candidate), and claim get (no list or
+//     watch) for the source claim of a volume;
 //   - in the storage namespace (cellfleet-storage): VolumeReplicas, backing
 //     claims and replica Services it creates, updates and deletes (every
 //     delete bound to a UID), NODE Pod reads for eligibility, and Secrets by
@@ -22,11 +24,12 @@ package volume
 //     (growth.go): PV get and update (capacity), and claim status update.
 // VolumeReplica status is the replica hosts'; the controller never writes it.
 
-// +kubebuilder:rbac:groups=storage.eric.dev,resources=replicatedvolumes,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=storage.eric.dev,resources=replicatedvolumes,verbs=get;list;watch;update;delete
 // +kubebuilder:rbac:groups=storage.eric.dev,resources=replicatedvolumes/status,verbs=get;update
 // +kubebuilder:rbac:groups=storage.eric.dev,resources=replicatedvolumes/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get
 
 // +kubebuilder:rbac:groups=storage.eric.dev,namespace=cellfleet-storage,resources=volumereplicas,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",namespace=cellfleet-storage,resources=persistentvolumeclaims,verbs=get;list;watch;create;update;delete

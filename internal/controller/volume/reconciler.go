@@ -58,6 +58,14 @@ type Options struct {
 	Ports PortRange
 	// ReplicaReplacementDelay: zero means DefaultReplicaReplacementDelay.
 	ReplicaReplacementDelay time.Duration
+	// ReplicaRebuildTimeout bounds how long a replacement may stay behind
+	// before it is abandoned (stuck.go); zero means
+	// DefaultReplicaRebuildTimeout.
+	ReplicaRebuildTimeout time.Duration
+	// OrphanGracePeriod is how long a volume may be without its source
+	// claim and without a PersistentVolume before it is collected
+	// (orphan.go); zero means DefaultOrphanGracePeriod.
+	OrphanGracePeriod time.Duration
 	// APIReader reads around the cache (ports, secrets, claims at teardown).
 	// Defaults to the client.
 	APIReader client.Reader
@@ -78,6 +86,8 @@ type Reconciler struct {
 	managerNamespace string
 	ports            PortRange
 	replacementDelay time.Duration
+	rebuildTimeout   time.Duration
+	orphanGrace      time.Duration
 	recorder         events.EventRecorder
 	metrics          *Metrics
 	log              *slog.Logger
@@ -106,8 +116,18 @@ func New(c client.Client, scheme *runtime.Scheme, opts Options) (*Reconciler, er
 	if opts.ReplicaReplacementDelay < MinReplicaReplacementDelay {
 		return nil, fmt.Errorf("replica replacement delay %s is below the minimum of %s", opts.ReplicaReplacementDelay, MinReplicaReplacementDelay)
 	}
+	if opts.ReplicaRebuildTimeout == 0 {
+		opts.ReplicaRebuildTimeout = DefaultReplicaRebuildTimeout
+	}
+	if opts.OrphanGracePeriod == 0 {
+		opts.OrphanGracePeriod = DefaultOrphanGracePeriod
+	}
+	if opts.ReplicaRebuildTimeout < 0 || opts.OrphanGracePeriod < 0 {
+		return nil, fmt.Errorf("replica rebuild timeout %s and orphan grace period %s must be positive", opts.ReplicaRebuildTimeout, opts.OrphanGracePeriod)
+	}
 	r := &Reconciler{client: c, reader: opts.APIReader, scheme: scheme, namespace: opts.Namespace,
 		managerNamespace: opts.ManagerNamespace, ports: opts.Ports, replacementDelay: opts.ReplicaReplacementDelay,
+		rebuildTimeout: opts.ReplicaRebuildTimeout, orphanGrace: opts.OrphanGracePeriod,
 		recorder: opts.Recorder, metrics: opts.Metrics, log: opts.Logger}
 	if r.reader == nil {
 		r.reader = c
@@ -207,6 +227,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if rv.DeletionTimestamp != nil {
 		return r.reconcileDeletion(ctx, rv, set)
 	}
+	collected, orphanIn, err := r.collectOrphan(ctx, rv)
+	if err != nil {
+		// Uncertain: the volume is kept and provisioning goes on.
+		r.log.Warn("orphan check failed; the volume is kept", "volume", rv.Name, "err", err)
+	}
+	if collected {
+		return ctrl.Result{}, nil // its deletion event starts the teardown
+	}
 	o := outcome{set: set}
 	o.pending, o.replace, o.short, o.placedErr = r.provision(ctx, rv, &o.set)
 	err = o.placedErr
@@ -222,10 +250,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if o.pending != nil {
 		return ctrl.Result{RequeueAfter: pendingRequeue}, nil
 	}
-	if o.replace.requeue > 0 {
-		return ctrl.Result{RequeueAfter: o.replace.requeue}, nil
+	return ctrl.Result{RequeueAfter: soonest(o.replace.requeue, orphanIn)}, nil
+}
+
+// soonest is the shortest positive duration (0 when none is).
+func soonest(ds ...time.Duration) time.Duration {
+	var out time.Duration
+	for _, d := range ds {
+		if d > 0 && (out == 0 || d < out) {
+			out = d
+		}
 	}
-	return ctrl.Result{}, nil
+	return out
 }
 
 // provision runs the creation steps in order; a replacement step runs

@@ -33,6 +33,7 @@ package volume
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -121,10 +122,12 @@ func (r *Reconciler) replace(ctx context.Context, rv *storagev1alpha1.Replicated
 	return r.allocate(ctx, rv, set, lost, why)
 }
 
-// inProgress finds a replacement whose lost replica still exists.
+// inProgress finds a replacement whose lost replica still exists. An
+// abandoned replacement (stuck.go) stays in progress until it is gone, its
+// teardown included: the next one waits for it.
 func inProgress(set replicaSet) (old, repl *storagev1alpha1.VolumeReplica) {
 	for _, vr := range set {
-		if vr.Spec.Replaces == "" || vr.DeletionTimestamp != nil {
+		if vr.Spec.Replaces == "" || vr.DeletionTimestamp != nil && abandonedWhy(vr) == "" {
 			continue
 		}
 		if o := set.find(vr.Spec.Replaces); o != nil {
@@ -349,8 +352,9 @@ func (r *Reconciler) allocate(ctx context.Context, rv *storagev1alpha1.Replicate
 		}
 	}
 	pool := make([]candidate, 0, len(elig.eligible))
+	excluded := excludedNodes(lost)
 	for _, c := range elig.eligible {
-		if c.name != lost.Spec.Node {
+		if c.name != lost.Spec.Node && !slices.Contains(excluded, c.name) {
 			pool = append(pool, c)
 		}
 	}
@@ -364,7 +368,7 @@ func (r *Reconciler) allocate(ctx context.Context, rv *storagev1alpha1.Replicate
 	if err != nil {
 		return replacement{}, err
 	}
-	vr := r.newReplica(rv, fresh.maxIndex(rv.Name)+1, chosen[0].name, port)
+	vr := r.newReplica(rv, max(fresh.maxIndex(rv.Name), abandonedIndex(rv.Name, lost))+1, chosen[0].name, port)
 	vr.Spec.Replaces = lost.Name
 	*set = append(fresh, vr)
 	set.sort(rv.Name)
@@ -399,9 +403,32 @@ func (r *Reconciler) continueReplacement(ctx context.Context, rv *storagev1alpha
 		}
 		return step(storagev1alpha1.ReasonRemovingObjects, "removed from the Raft configuration (membership generation %d); %s", gen, waits), nil
 	}
+	if abandonedWhy(repl) != "" {
+		return r.abandon(ctx, rv, set, old, repl)
+	}
 	req := currentRequest(*set, old)
 	add := storagev1alpha1.MembershipChange{Operation: storagev1alpha1.MembershipAdd, Member: r.peer(repl)}
 	remove := storagev1alpha1.MembershipChange{Operation: storagev1alpha1.MembershipRemove, Member: r.peer(old)}
+	var recheck time.Duration
+	if req == nil || !sameChange(*req, remove) {
+		// Before the lost replica's removal is asked for, the new one may
+		// still be given up (stuck.go).
+		why, wait, err := r.stuck(ctx, repl)
+		if err != nil {
+			return replacement{}, err
+		}
+		if why != "" {
+			if err := r.markAbandoned(ctx, rv, old, repl, why); err != nil {
+				return replacement{}, err
+			}
+			return r.abandon(ctx, rv, set, old, repl)
+		}
+		recheck = wait
+	}
+	step = func(reason storagev1alpha1.ConditionReason, format string, args ...any) replacement {
+		return replacement{active: true, reason: reason, requeue: soonest(replacementRequeue, recheck),
+			message: what + ": " + fmt.Sprintf(format, args...)}
+	}
 	switch {
 	case req != nil && sameChange(*req, remove):
 		if out := reportOf(*set, req); out != nil && out.Result == storagev1alpha1.MembershipSucceeded {

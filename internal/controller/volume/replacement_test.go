@@ -97,6 +97,25 @@ func names(vrs []storagev1alpha1.VolumeReplica) []string {
 	return out
 }
 
+// claimInUse plays vr's host protecting its backing claim with the
+// backing-use finalizer, and the PV controller setting the claim's phase.
+func (fx *fixture) claimInUse(vr *storagev1alpha1.VolumeReplica, phase corev1.PersistentVolumeClaimPhase) *corev1.PersistentVolumeClaim {
+	fx.t.Helper()
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := env.Client.Get(fx.ctx, client.ObjectKey{Namespace: fx.ns, Name: vr.Spec.BackingClaimName}, claim); err != nil {
+		fx.t.Fatal(err)
+	}
+	controllerutil.AddFinalizer(claim, storagev1alpha1.FinalizerBackingUse)
+	if err := env.Client.Update(fx.ctx, claim); err != nil {
+		fx.t.Fatal(err)
+	}
+	claim.Status.Phase = phase
+	if err := env.Client.Status().Update(fx.ctx, claim); err != nil {
+		fx.t.Fatal(err)
+	}
+	return claim
+}
+
 func (fx *fixture) replacing(rv *storagev1alpha1.ReplicatedVolume, status metav1.ConditionStatus, reason storagev1alpha1.ConditionReason) *storagev1alpha1.ReplicatedVolume {
 	fx.t.Helper()
 	got := fx.get(rv.Name)
@@ -239,18 +258,7 @@ func TestGoneNodeIsReplacedAfterTheDelayWithoutItsHost(t *testing.T) {
 	fx := newFixture(t)
 	rv, r0, _, r2 := fx.healthyWithSpareNode()
 	// r2's claim is in use: bound and protected by its host.
-	claim := &corev1.PersistentVolumeClaim{}
-	if err := env.Client.Get(fx.ctx, client.ObjectKey{Namespace: fx.ns, Name: r2.Spec.BackingClaimName}, claim); err != nil {
-		t.Fatal(err)
-	}
-	controllerutil.AddFinalizer(claim, storagev1alpha1.FinalizerBackingUse)
-	if err := env.Client.Update(fx.ctx, claim); err != nil {
-		t.Fatal(err)
-	}
-	claim.Status.Phase = corev1.ClaimBound
-	if err := env.Client.Status().Update(fx.ctx, claim); err != nil {
-		t.Fatal(err)
-	}
+	claim := fx.claimInUse(&r2, corev1.ClaimBound)
 	notReady := func(since time.Time) {
 		n := &corev1.Node{}
 		if err := env.Client.Get(fx.ctx, client.ObjectKey{Name: r2.Spec.Node}, n); err != nil {

@@ -46,6 +46,9 @@ type fixture struct {
 	prefix        string // node name prefix of this test
 	rec           *recordingClient
 	r             *volume.Reconciler
+	// opts are the manager's flags the next restart uses (namespaces and
+	// the API reader are the fixture's).
+	opts volume.Options
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -77,7 +80,9 @@ func newFixture(t *testing.T) *fixture {
 // process would be: nothing carries over but the cluster.
 func (fx *fixture) restart() {
 	fx.t.Helper()
-	r, err := volume.New(fx.rec, env.Scheme, volume.Options{Namespace: fx.ns, ManagerNamespace: fx.managerNS, APIReader: env.Client})
+	opts := fx.opts
+	opts.Namespace, opts.ManagerNamespace, opts.APIReader = fx.ns, fx.managerNS, env.Client
+	r, err := volume.New(fx.rec, env.Scheme, opts)
 	if err != nil {
 		fx.t.Fatal(err)
 	}

@@ -64,10 +64,133 @@ func (fx *fixture) getVolume(name string) *storagev1alpha1.ReplicatedVolume {
 	return rv
 }
 
-// ledger is the acknowledged writes: record k holds value v at offset 8k.
+// ledger is the acknowledged writes of a writer running through the real
+// replica client: record k holds value v at offset 8k.
 type ledger struct {
-	mu   sync.Mutex
-	acks map[uint64]uint64
+	fx     *fixture
+	volume string
+	ino    uint64
+	mu     sync.Mutex
+	acks   map[uint64]uint64
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// startWrites creates a file on the volume and writes to it continuously
+// until verify; only acknowledged writes enter the ledger. A writer that
+// loses its coordinator dials the volume's current replicas again.
+func (fx *fixture) startWrites(ctx context.Context, volumeName string) *ledger {
+	fx.t.Helper()
+	cfg, err := fx.clientConfig(volumeName)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	c, err := rclient.Dial(ctx, cfg)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	f, err := c.Create(ctx, rclient.RootIno, "ledger", 0o644, 0, 0)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	c.Close()
+	led := &ledger{fx: fx, volume: volumeName, ino: f.Ino, acks: map[uint64]uint64{}, stop: make(chan struct{})}
+	led.wg.Add(1)
+	go func() {
+		defer led.wg.Done()
+		var cl *rclient.Client
+		defer func() {
+			if cl != nil {
+				cl.Close()
+			}
+		}()
+		for k := uint64(0); ; k++ {
+			select {
+			case <-led.stop:
+				return
+			default:
+			}
+			if cl == nil {
+				cfg, err := fx.clientConfig(volumeName)
+				if err == nil {
+					cl, err = rclient.Dial(ctx, cfg)
+				}
+				if err != nil {
+					cl = nil
+					time.Sleep(200 * time.Millisecond)
+					continue
+				}
+			}
+			var b [8]byte
+			binary.LittleEndian.PutUint64(b[:], k+1)
+			slot := k % 4096
+			if _, err := cl.Write(ctx, led.ino, slot*8, b[:]); err != nil {
+				cl.Close()
+				cl = nil // the coordinator may have moved to the new replica: dial the current set
+				continue
+			}
+			led.mu.Lock()
+			led.acks[slot] = k + 1
+			led.mu.Unlock()
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	return led
+}
+
+// verify stops the writer and reads every acknowledged slot back from the
+// volume's current replicas.
+func (led *ledger) verify(ctx context.Context) {
+	t := led.fx.t
+	t.Helper()
+	close(led.stop)
+	led.wg.Wait()
+	cfg, err := led.fx.clientConfig(led.volume)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rclient.Dial(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	led.mu.Lock()
+	defer led.mu.Unlock()
+	if len(led.acks) == 0 {
+		t.Fatal("no write was acknowledged")
+	}
+	for slot, v := range led.acks {
+		got, err := c.Read(ctx, led.ino, slot*8, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 8 || binary.LittleEndian.Uint64(got) < v {
+			t.Fatalf("slot %d: read %x, acknowledged value %d lost", slot, got, v)
+		}
+	}
+	t.Logf("%d acknowledged slots read back intact", len(led.acks))
+}
+
+// healthy is a condition for eventually: the volume's robustness is Healthy.
+func (fx *fixture) healthy(volumeName string) func() error {
+	return func() error {
+		if r := fx.getVolume(volumeName).Status.Robustness; r != storagev1alpha1.RobustnessHealthy {
+			return fmt.Errorf("robustness %q", r)
+		}
+		return nil
+	}
+}
+
+// follower is a replica of the volume that reports itself a follower.
+func (fx *fixture) follower(volumeName string) storagev1alpha1.VolumeReplica {
+	fx.t.Helper()
+	for _, vr := range fx.replicas(volumeName) {
+		if vr.Status.Role == storagev1alpha1.RoleFollower {
+			return vr
+		}
+	}
+	fx.t.Fatalf("volume %s has no follower", volumeName)
+	return storagev1alpha1.VolumeReplica{}
 }
 
 func TestAGoneNodesReplicaIsReplacedUnderWrites(t *testing.T) {
@@ -83,84 +206,14 @@ func TestAGoneNodesReplicaIsReplacedUnderWrites(t *testing.T) {
 	fx.StartHosts()
 	rv := fx.volume("khrep", 3)
 	fx.ProvisionClaims(rv.Name, 3)
-	healthy := func() error {
-		cur := fx.getVolume(rv.Name)
-		if cur.Status.Robustness != storagev1alpha1.RobustnessHealthy {
-			return fmt.Errorf("robustness %q", cur.Status.Robustness)
-		}
-		return nil
-	}
+	healthy := fx.healthy(rv.Name)
 	eventually(t, 2*time.Minute, "the volume Healthy", healthy)
 
-	cfg, err := fx.clientConfig(rv.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := rclient.Dial(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := c.Create(ctx, rclient.RootIno, "ledger", 0o644, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Close()
-	led := &ledger{acks: map[uint64]uint64{}}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // continuous writes; only acknowledged ones enter the ledger
-		defer wg.Done()
-		var cl *rclient.Client
-		defer func() {
-			if cl != nil {
-				cl.Close()
-			}
-		}()
-		for k := uint64(0); ; k++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if cl == nil {
-				cfg, err := fx.clientConfig(rv.Name)
-				if err == nil {
-					cl, err = rclient.Dial(ctx, cfg)
-				}
-				if err != nil {
-					cl = nil
-					time.Sleep(200 * time.Millisecond)
-					continue
-				}
-			}
-			var b [8]byte
-			binary.LittleEndian.PutUint64(b[:], k+1)
-			slot := k % 4096
-			if _, err := cl.Write(ctx, f.Ino, slot*8, b[:]); err != nil {
-				cl.Close()
-				cl = nil // the coordinator may have moved to the new replica: dial the current set
-				continue
-			}
-			led.mu.Lock()
-			led.acks[slot] = k + 1
-			led.mu.Unlock()
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
+	led := fx.startWrites(ctx, rv.Name)
 	time.Sleep(2 * time.Second)
 
 	// Kill a follower's host and declare its node gone.
-	var victim storagev1alpha1.VolumeReplica
-	for _, vr := range fx.replicas(rv.Name) {
-		if vr.Status.Role == storagev1alpha1.RoleFollower {
-			victim = vr
-			break
-		}
-	}
-	if victim.Name == "" {
-		t.Fatal("no follower to kill")
-	}
+	victim := fx.follower(rv.Name)
 	for _, n := range fx.Nodes {
 		if n.Name == victim.Spec.Node {
 			if err := n.Proc.Process.Kill(); err != nil {
@@ -201,33 +254,7 @@ func TestAGoneNodesReplicaIsReplacedUnderWrites(t *testing.T) {
 	took := time.Since(declared)
 	t.Logf("node declared gone to Healthy: %s (replacement delay %s)", took.Round(time.Second), fx.ReplacementDelay)
 	time.Sleep(time.Second)
-	close(stop)
-	wg.Wait()
-
-	cfg, err = fx.clientConfig(rv.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err = rclient.Dial(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	led.mu.Lock()
-	defer led.mu.Unlock()
-	if len(led.acks) == 0 {
-		t.Fatal("no write was acknowledged")
-	}
-	for slot, v := range led.acks {
-		got, err := c.Read(ctx, f.Ino, slot*8, 8)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) != 8 || binary.LittleEndian.Uint64(got) < v {
-			t.Fatalf("slot %d: read %x, acknowledged value %d lost", slot, got, v)
-		}
-	}
-	t.Logf("%d acknowledged slots read back intact", len(led.acks))
+	led.verify(ctx)
 	members := map[string]bool{}
 	for _, vr := range fx.replicas(rv.Name) {
 		members[vr.Name] = true

@@ -103,8 +103,19 @@ type Stack struct {
 	// --replica-replacement-delay (zero: its default); set it before
 	// StartController.
 	ReplacementDelay time.Duration
-	hostBinary       string
-	hostArgs         []string // StartHosts' extra flags, for RestartHost
+	// OrphanGrace is the controller's --orphan-volume-grace (zero: an
+	// hour; the stacks' volumes have no source claim, as no provisioner of
+	// the replicated driver is played, and must not be collected mid-test).
+	OrphanGrace time.Duration
+	// RebuildTimeout is the controller's --replica-rebuild-timeout (zero:
+	// its default); tests set it below the flag's minimum.
+	RebuildTimeout time.Duration
+	hostBinary     string
+	hostArgs       []string // StartHosts' extra flags, for RestartHost
+	// controller is the running volume controller, deletes what every
+	// controller of the stack deleted (controller.go).
+	controller controllerRun
+	deletes    deleteLog
 }
 
 // New prepares a stack: namespaces, the replica host's generated roles, a
@@ -181,8 +192,13 @@ func (s *Stack) StartController(ports volume.PortRange) {
 	if err != nil {
 		s.T.Fatal(err)
 	}
-	r, err := volume.New(mgr.GetClient(), s.Env.Scheme, volume.Options{Namespace: s.NS, ManagerNamespace: s.ManagerNS,
-		APIReader: mgr.GetAPIReader(), Ports: ports, ReplicaReplacementDelay: s.ReplacementDelay})
+	grace := s.OrphanGrace
+	if grace == 0 {
+		grace = time.Hour
+	}
+	r, err := volume.New(s.audit(mgr.GetClient()), s.Env.Scheme, volume.Options{Namespace: s.NS, ManagerNamespace: s.ManagerNS,
+		APIReader: mgr.GetAPIReader(), Ports: ports, ReplicaReplacementDelay: s.ReplacementDelay, OrphanGracePeriod: grace,
+		ReplicaRebuildTimeout: s.RebuildTimeout})
 	if err != nil {
 		s.T.Fatal(err)
 	}
@@ -192,7 +208,8 @@ func (s *Stack) StartController(ports volume.PortRange) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = mgr.Start(ctx) }()
-	s.T.Cleanup(func() { cancel(); <-done })
+	s.controller = controllerRun{ports: ports, stop: func() { cancel(); <-done }}
+	s.T.Cleanup(s.StopController)
 }
 
 // StartControllerOnFreePorts starts the controller with a replica port

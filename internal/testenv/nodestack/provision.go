@@ -41,6 +41,19 @@ func (s *Stack) ProvisionClaims(volumeName string, want int) {
 	})
 }
 
+// ProvisionClaim provisions one backing claim, by name, as ProvisionClaims
+// does: for a test that leaves another claim unprovisioned on purpose.
+func (s *Stack) ProvisionClaim(name string) {
+	s.T.Helper()
+	Eventually(s.T, time.Minute, "backing claim "+name+" provisioned and bound", func() error {
+		c := &corev1.PersistentVolumeClaim{}
+		if err := s.Env.Client.Get(s.Ctx, client.ObjectKey{Namespace: s.NS, Name: name}, c); err != nil {
+			return err
+		}
+		return s.provision(c)
+	})
+}
+
 // pvName is the PV the played provisioner makes for a claim.
 func pvName(c *corev1.PersistentVolumeClaim) string { return "pv-" + string(c.UID) }
 

@@ -1,0 +1,294 @@
+package kubehost_test
+
+// A replica whose backing claim goes Lost (its PV deleted) while its node
+// and host stay, replaced with real hosts under continuous writes, and the
+// volume controller (the manager) stopped and started again at each step of
+// the replacement: after the allocation, once the add is requested, while
+// the new replica catches up, after the removal. envtest runs no PV
+// controller, so the test deletes the PV and sets the claim's phase Lost as
+// that controller would.
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
+)
+
+// replacementStep is an observable point of a replacement at which the
+// manager is restarted.
+type replacementStep struct {
+	name    string
+	reached func(vrs []storagev1alpha1.VolumeReplica) bool
+}
+
+func replacementSteps(victim string) []replacementStep {
+	repl := func(vrs []storagev1alpha1.VolumeReplica) *storagev1alpha1.VolumeReplica {
+		for i := range vrs {
+			if vrs[i].Spec.Replaces == victim {
+				return &vrs[i]
+			}
+		}
+		return nil
+	}
+	requested := func(vrs []storagev1alpha1.VolumeReplica, op storagev1alpha1.MembershipOperation, member string) bool {
+		for _, vr := range vrs {
+			if m := vr.Spec.Membership; m != nil && m.Operation == op && m.Member.Name == member {
+				return true
+			}
+		}
+		return false
+	}
+	reported := func(vrs []storagev1alpha1.VolumeReplica, op storagev1alpha1.MembershipOperation, member string) bool {
+		for _, vr := range vrs {
+			if o := vr.Status.Membership; o != nil && o.Operation == op && o.Member == member && o.Result == storagev1alpha1.MembershipSucceeded {
+				return true
+			}
+		}
+		return false
+	}
+	return []replacementStep{
+		{"after allocate", func(vrs []storagev1alpha1.VolumeReplica) bool { return repl(vrs) != nil }},
+		{"after the add is requested", func(vrs []storagev1alpha1.VolumeReplica) bool {
+			r := repl(vrs)
+			return r != nil && requested(vrs, storagev1alpha1.MembershipAdd, r.Name)
+		}},
+		{"during the rebuild", func(vrs []storagev1alpha1.VolumeReplica) bool {
+			r := repl(vrs)
+			return r != nil && r.Status.Role != "" && r.Status.Role != storagev1alpha1.RoleStopped
+		}},
+		{"after remove", func(vrs []storagev1alpha1.VolumeReplica) bool {
+			return reported(vrs, storagev1alpha1.MembershipRemove, victim)
+		}},
+	}
+}
+
+// loseClaim deletes the PV of vr's backing claim and sets the claim's phase
+// Lost, as the PV controller would; vr's node and host stay.
+func (fx *fixture) loseClaim(vr storagev1alpha1.VolumeReplica) *corev1.PersistentVolumeClaim {
+	fx.t.Helper()
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := env.Client.Get(fx.ctx, client.ObjectKey{Namespace: fx.ns, Name: vr.Spec.BackingClaimName}, claim); err != nil {
+		fx.t.Fatal(err)
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := env.Client.Get(fx.ctx, client.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil {
+		fx.t.Fatal(err)
+	}
+	if err := env.Client.Delete(fx.ctx, pv); err != nil {
+		fx.t.Fatal(err)
+	}
+	claim.Status.Phase = corev1.ClaimLost
+	if err := env.Client.Status().Update(fx.ctx, claim); err != nil {
+		fx.t.Fatal(err)
+	}
+	fx.t.Logf("PV %s of %s's claim %s deleted, the claim Lost; node %s and its host stay", pv.Name, vr.Name, claim.Name, vr.Spec.Node)
+	return claim
+}
+
+func TestALostClaimIsReplacedUnderWritesAcrossManagerRestarts(t *testing.T) {
+	fx := newFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
+	defer cancel()
+	fx.ctx = ctx
+	for i := range 4 {
+		fx.AddNode(fmt.Sprintf("kh-lost-%c", 'a'+i))
+	}
+	fx.StartControllerOnFreePorts()
+	fx.StartHosts()
+	rv := fx.volume("khlost", 3)
+	fx.ProvisionClaims(rv.Name, 3)
+	healthy := fx.healthy(rv.Name)
+	eventually(t, 2*time.Minute, "the volume Healthy", healthy)
+	led := fx.startWrites(ctx, rv.Name)
+	time.Sleep(2 * time.Second)
+
+	victim := fx.follower(rv.Name)
+	claim := fx.loseClaim(victim)
+	lostAt := time.Now()
+
+	// Restart the manager once at each step it reaches.
+	steps := replacementSteps(victim.Name)
+	provisioned := false
+	eventually(t, 4*time.Minute, "the volume Healthy again, the lost replica gone", func() error {
+		vrs := fx.replicas(rv.Name)
+		for len(steps) > 0 && steps[0].reached(vrs) {
+			t.Logf("manager restarted %s (%s after the loss)", steps[0].name, time.Since(lostAt).Round(time.Millisecond))
+			fx.RestartController()
+			steps = steps[1:]
+		}
+		if !provisioned && len(vrs) == 4 {
+			fx.ProvisionClaims(rv.Name, 4)
+			provisioned = true
+		}
+		for _, vr := range vrs {
+			if vr.Name == victim.Name {
+				return fmt.Errorf("%s still exists; Replacing %+v", victim.Name,
+					meta.FindStatusCondition(fx.getVolume(rv.Name).Status.Conditions, storagev1alpha1.VolumeReplacing.String()))
+			}
+		}
+		return healthy()
+	})
+	t.Logf("claim Lost to Healthy: %s; restarts not reached: %d", time.Since(lostAt).Round(time.Second), len(steps))
+	time.Sleep(time.Second)
+	led.verify(ctx)
+
+	vrs := fx.replicas(rv.Name)
+	nodes, ports := map[string]bool{}, map[string]bool{}
+	for _, vr := range vrs {
+		if nodes[vr.Spec.Node] {
+			t.Errorf("two replicas on node %s", vr.Spec.Node)
+		}
+		nodes[vr.Spec.Node] = true
+		p := fmt.Sprintf("%s:%d", vr.Spec.Node, vr.Spec.Port)
+		if ports[p] {
+			t.Errorf("port %s handed out twice", p)
+		}
+		ports[p] = true
+		if vr.Spec.Replaces != "" && vr.Spec.Replaces != victim.Name {
+			t.Errorf("unexpected replacement %s of %s", vr.Name, vr.Spec.Replaces)
+		}
+	}
+	if len(vrs) != 3 || nodes[victim.Spec.Node] {
+		t.Errorf("replicas after the replacement: %v, want 3 with none on %s", names(vrs), victim.Spec.Node)
+	}
+	claims := &corev1.PersistentVolumeClaimList{}
+	if err := env.Client.List(ctx, claims, client.InNamespace(fx.ns), client.MatchingLabels{storagev1alpha1.LabelVolume: rv.Name}); err != nil {
+		t.Fatal(err)
+	}
+	live := 0
+	for _, c := range claims.Items {
+		if c.DeletionTimestamp == nil {
+			live++
+		}
+		if c.Name == claim.Name && c.DeletionTimestamp == nil {
+			t.Errorf("the lost claim %s is not reclaimed", c.Name)
+		}
+	}
+	if live != 3 {
+		t.Errorf("%d live backing claims, want 3", live)
+	}
+	for _, d := range fx.Deletes() {
+		if d.UID == "" {
+			t.Errorf("%s", d)
+		}
+	}
+	if len(steps) > 0 {
+		t.Logf("steps passed before a restart could be made there: %d (the first: %s)", len(steps), steps[0].name)
+	}
+}
+
+func names(vrs []storagev1alpha1.VolumeReplica) []string {
+	var out []string
+	for _, vr := range vrs {
+		out = append(out, vr.Name)
+	}
+	return out
+}
+
+// A replacement that never catches up, with real hosts under writes: the
+// new replica's backing claim is never provisioned (its node's provisioner
+// never answers), so its worker never starts. Past the rebuild timeout the
+// controller abandons it: the coordinator's host removes it from the Raft
+// configuration, its objects go, and the replacement is made again on the
+// fifth node, which is provisioned; the volume is Healthy and every
+// acknowledged write reads back.
+func TestAReplacementThatNeverCatchesUpIsRemadeElsewhereUnderWrites(t *testing.T) {
+	fx := newFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
+	defer cancel()
+	fx.ctx = ctx
+	for i := range 5 {
+		fx.AddNode(fmt.Sprintf("kh-stuck-%c", 'a'+i))
+	}
+	fx.RebuildTimeout = 15 * time.Second
+	fx.StartControllerOnFreePorts()
+	fx.StartHosts()
+	rv := fx.volume("khstuck", 3)
+	fx.ProvisionClaims(rv.Name, 3)
+	eventually(t, 2*time.Minute, "the volume Healthy", fx.healthy(rv.Name))
+	led := fx.startWrites(ctx, rv.Name)
+	time.Sleep(2 * time.Second)
+
+	victim := fx.follower(rv.Name)
+	fx.loseClaim(victim)
+	var first storagev1alpha1.VolumeReplica
+	eventually(t, time.Minute, "a first replacement allocated", func() error {
+		for _, vr := range fx.replicas(rv.Name) {
+			if vr.Spec.Replaces == victim.Name {
+				first = vr
+				return nil
+			}
+		}
+		return fmt.Errorf("none yet")
+	})
+	t.Logf("first replacement %s on %s; its claim is left unprovisioned", first.Name, first.Spec.Node)
+	eventually(t, time.Minute, "the first replacement abandoned", func() error {
+		c := meta.FindStatusCondition(fx.getVolume(rv.Name).Status.Conditions, storagev1alpha1.VolumeReplacing.String())
+		if c == nil || c.Reason != storagev1alpha1.ReasonAbandoningReplacement.String() {
+			return fmt.Errorf("Replacing %+v", c)
+		}
+		t.Logf("Replacing: %s", c.Message)
+		return nil
+	})
+	var second storagev1alpha1.VolumeReplica
+	eventually(t, 2*time.Minute, "the first replacement gone, a second one allocated", func() error {
+		second = storagev1alpha1.VolumeReplica{}
+		for _, vr := range fx.replicas(rv.Name) {
+			if vr.Name == first.Name {
+				return fmt.Errorf("%s still exists; Replacing %+v", first.Name,
+					meta.FindStatusCondition(fx.getVolume(rv.Name).Status.Conditions, storagev1alpha1.VolumeReplacing.String()))
+			}
+			if vr.Spec.Replaces == victim.Name {
+				second = vr
+			}
+		}
+		if second.Name == "" {
+			return fmt.Errorf("no second replacement yet")
+		}
+		return nil
+	})
+	if second.Spec.Node == first.Spec.Node || second.Name == first.Name {
+		t.Fatalf("second replacement %s on %s, the abandoned one was %s on %s", second.Name, second.Spec.Node, first.Name, first.Spec.Node)
+	}
+	fx.ProvisionClaim(second.Spec.BackingClaimName)
+	eventually(t, 3*time.Minute, "the volume Healthy again, the lost replica gone", func() error {
+		for _, vr := range fx.replicas(rv.Name) {
+			if vr.Name == victim.Name {
+				return fmt.Errorf("%s still exists; Replacing %+v", victim.Name,
+					meta.FindStatusCondition(fx.getVolume(rv.Name).Status.Conditions, storagev1alpha1.VolumeReplacing.String()))
+			}
+		}
+		return fx.healthy(rv.Name)()
+	})
+	time.Sleep(time.Second)
+	led.verify(ctx)
+	eventually(t, 30*time.Second, "the coordinator's Raft configuration without the lost and the abandoned replica", func() error {
+		for _, vr := range fx.replicas(rv.Name) {
+			if vr.Status.Role != storagev1alpha1.RoleCoordinator {
+				continue
+			}
+			for _, m := range vr.Status.Members {
+				if m == victim.Name || m == first.Name {
+					return fmt.Errorf("coordinator %s reports members %v", vr.Name, vr.Status.Members)
+				}
+			}
+			if len(vr.Status.Members) != 3 {
+				return fmt.Errorf("coordinator %s reports members %v", vr.Name, vr.Status.Members)
+			}
+			return nil
+		}
+		return fmt.Errorf("no coordinator reported")
+	})
+	for _, d := range fx.Deletes() {
+		if d.UID == "" {
+			t.Errorf("%s", d)
+		}
+	}
+}
