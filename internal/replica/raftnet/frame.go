@@ -17,10 +17,13 @@ package raftnet
 // against its own bound, and the lengths must add up to the body exactly, so
 // a frame is either accepted whole or refused (see readAppendEntries).
 //
-// Entry headers come before all payloads so that a follower knows the total
-// payload length before reading any of it: it allocates one buffer for the
-// request's payloads and reads them into it with one ReadFull, which the
-// bufio.Reader passes straight to the socket once its own buffer is drained.
+// Entry headers come before all payloads so that a follower checks every
+// length before it allocates or reads any payload. Each entry gets one buffer
+// of exactly its size (Data and Extensions share it), read with one ReadFull,
+// which the bufio.Reader passes straight to the socket once its own buffer is
+// drained. Not one buffer per request: the journal's memory cache keeps the
+// newest entries, and one of them would pin a whole request's buffer (up to
+// MaxEntries × MaxEntryBytes), which a catching-up follower's RSS showed.
 // On the coordinator the payloads are written from the entries' own slices
 // through the connection's bufio.Writer: one copy into the buffer for what
 // fits, the rest handed to TLS in large writes, so records are full size.
@@ -239,16 +242,14 @@ func readAppendEntries(r io.Reader, lim Limits) (*raft.AppendEntriesRequest, err
 	if heads+payload != body {
 		return nil, fmt.Errorf("%w: fields and payloads of %d bytes in a body of %d", ErrMalformedFrame, heads+payload, body)
 	}
-	buf := make([]byte, payload)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return nil, noEOF(err)
-	}
-	var off int64
 	for i := range logs {
 		d, x := lens[i][0], lens[i][1]
-		logs[i].Data = nonEmpty(buf[off : off+d : off+d])
-		logs[i].Extensions = nonEmpty(buf[off+d : off+d+x : off+d+x])
-		off += d + x
+		buf := make([]byte, d+x)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, noEOF(err)
+		}
+		logs[i].Data = nonEmpty(buf[:d:d])
+		logs[i].Extensions = nonEmpty(buf[d:])
 	}
 	return req, nil
 }
