@@ -1,5 +1,7 @@
 package raftnet
 
+//lint:file-ignore SA1019 raft still sends and reads AppendEntriesRequest.Leader (a follower uses it when RPCHeader.Addr is empty), so the frame carries it.
+
 import (
 	"bufio"
 	"bytes"

@@ -1,5 +1,7 @@
 package raftnet
 
+//lint:file-ignore SA1019 raft still sends and reads AppendEntriesRequest.Leader (a follower uses it when RPCHeader.Addr is empty), so the frame carries it.
+
 // The server half: each accepted connection is served by one goroutine that
 // reads a request, hands it to raft (or to the heartbeat handler) and writes
 // raft's answer, in order, as raft's NetworkTransport does.
