@@ -14,6 +14,8 @@ import (
 	"sync"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/cellfleet/cellfleet/internal/replica/raftnet"
 )
 
 // FollowerProgress is one follower as the coordinator sees it.
@@ -66,11 +68,11 @@ func (p *progress) of(id raft.ServerID, term uint64) uint64 {
 	return 0
 }
 
-// observedTransport is raft's network transport with the coordinator's
+// observedTransport is the worker's raft transport with the coordinator's
 // acknowledgements recorded. Embedding keeps every optional interface raft
 // looks for (WithClose, WithPreVote).
 type observedTransport struct {
-	*raft.NetworkTransport
+	*raftnet.Transport
 	p  *progress
 	in *inbound
 }
@@ -78,11 +80,11 @@ type observedTransport struct {
 // Consumer hands raft the incoming RPCs through the relay that notes the
 // coordinator's commit index (health.go).
 func (t observedTransport) Consumer() <-chan raft.RPC {
-	return t.in.consumer(t.NetworkTransport.Consumer())
+	return t.in.consumer(t.Transport.Consumer())
 }
 
 func (t observedTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
-	err := t.NetworkTransport.AppendEntries(id, target, req, resp)
+	err := t.Transport.AppendEntries(id, target, req, resp)
 	if err == nil {
 		t.p.appended(id, req, resp)
 	}
@@ -90,7 +92,7 @@ func (t observedTransport) AppendEntries(id raft.ServerID, target raft.ServerAdd
 }
 
 func (t observedTransport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, req *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
-	err := t.NetworkTransport.InstallSnapshot(id, target, req, resp, data)
+	err := t.Transport.InstallSnapshot(id, target, req, resp, data)
 	if err == nil && resp.Success && resp.Term == req.Term {
 		t.p.record(id, req.Term, req.LastLogIndex)
 	}
@@ -98,7 +100,7 @@ func (t observedTransport) InstallSnapshot(id raft.ServerID, target raft.ServerA
 }
 
 func (t observedTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
-	inner, err := t.NetworkTransport.AppendEntriesPipeline(id, target)
+	inner, err := t.Transport.AppendEntriesPipeline(id, target)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cellfleet/cellfleet/internal/replica/fsm"
 	"github.com/cellfleet/cellfleet/internal/replica/journal"
+	"github.com/cellfleet/cellfleet/internal/replica/raftnet"
 	"github.com/cellfleet/cellfleet/internal/replica/transport"
 )
 
@@ -32,7 +33,7 @@ type Worker struct {
 	snaps  *journal.CheckpointStore
 	fsm    *fsm.FSM
 	mux    *transport.Mux
-	trans  *raft.NetworkTransport
+	trans  *raftnet.Transport
 	raft   *raft.Raft
 	shared atomic.Pointer[raft.Raft] // raft, for goroutines that may run before Start returns
 	addr   atomic.Value              // string: the bound port
@@ -235,13 +236,17 @@ func (w *Worker) openRaft(hl hclog.Logger, fresh bool) error {
 	}
 	w.mux = mux
 	w.addr.Store(mux.Addr().String())
-	w.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		ServerAddressProvider: addressProvider{w},
-		Logger:                hl,
+	w.trans, err = raftnet.New(raftnet.Config{
 		Stream:                mux.StreamLayer(),
+		ServerAddressProvider: addressProvider{w},
+		Limits:                raftnet.Limits{MaxEntries: catchUpEntries, MaxEntryBytes: maxEntryBytes},
 		MaxPool:               3,
 		Timeout:               10 * time.Second,
+		Logger:                w.log,
 	})
+	if err != nil {
+		return fmt.Errorf("start the raft transport: %w", err)
+	}
 	rc := w.cfg.raftConfig()
 	rc.Logger = hl
 	notify := make(chan bool, 16)
