@@ -17,12 +17,16 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 	"github.com/cellfleet/cellfleet/internal/apischeme"
 	"github.com/cellfleet/cellfleet/internal/csi/server"
 	"github.com/cellfleet/cellfleet/internal/replica"
 	"github.com/cellfleet/cellfleet/internal/replica/host"
 	"github.com/cellfleet/cellfleet/internal/replica/kubehost"
 )
+
+// storageDigestAnnotation names the on-demand digest request in the help.
+const storageDigestAnnotation = storagev1alpha1.AnnotationDigestRequested
 
 // DefaultStorageNamespace is the volume controller's default storage namespace.
 const DefaultStorageNamespace = "cellfleet-storage"
@@ -31,6 +35,7 @@ type kubeFlags struct {
 	node, namespace, kubeconfig, podIP  string
 	stateDir, consumerRoot, localCSI    string
 	statusInterval, secretRefresh       time.Duration
+	digestQuiet, digestInterval         time.Duration
 	heartbeat, election, lease, commitT time.Duration
 }
 
@@ -44,6 +49,10 @@ func (k *kubeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&k.localCSI, "local-csi-endpoint", "", "Kubernetes mode: the local CSI driver's socket on this node, unix:///abs/path (the host asks it to publish each backing volume beneath the consumer mount root)")
 	fs.DurationVar(&k.statusInterval, "status-interval", kubehost.DefaultStatusInterval, "Kubernetes mode: how often each replica's status is refreshed")
 	fs.DurationVar(&k.secretRefresh, "secret-refresh", kubehost.DefaultSecretRefresh, "Kubernetes mode: how often each replica's Secret is read again")
+	fs.DurationVar(&k.digestQuiet, "digest-quiet-period", kubehost.DefaultDigestQuiet,
+		"Kubernetes mode: how long a replica's applied index must be still before its state digest is taken and published in status.digest (a digest reads the whole state, holding off the replica's applies: never while writes flow)")
+	fs.DurationVar(&k.digestInterval, "digest-interval", kubehost.DefaultDigestInterval,
+		"Kubernetes mode: the least time between two state digests of one replica (the annotation "+storageDigestAnnotation+" asks for one sooner)")
 	fs.DurationVar(&k.heartbeat, "heartbeat-timeout", 0, "Kubernetes mode: Raft heartbeat timeout (0: hashicorp/raft default)")
 	fs.DurationVar(&k.election, "election-timeout", 0, "Kubernetes mode: Raft election timeout (0: default)")
 	fs.DurationVar(&k.lease, "leader-lease-timeout", 0, "Kubernetes mode: Raft leader lease (0: default)")
@@ -111,6 +120,7 @@ func (k *kubeFlags) run(ctx context.Context, h *host.Host, log *slog.Logger, sto
 	opts := kubehost.Options{Node: k.node, Namespace: k.namespace, PodIP: k.podIP, ConsumerRoot: k.consumerRoot,
 		LocalCSIEndpoint: k.localCSI,
 		StateDir:         k.stateDir, StatusInterval: k.statusInterval, SecretRefresh: k.secretRefresh, Logger: log,
+		DigestQuiet: k.digestQuiet, DigestInterval: k.digestInterval,
 		Timing: replica.Timing{HeartbeatTimeout: k.heartbeat, ElectionTimeout: k.election, LeaderLeaseTimeout: k.lease, CommitTimeout: k.commitT}}
 	go func() {
 		if err := kubehost.Run(ctx, cfg, scheme, h, opts); err != nil {

@@ -39,6 +39,14 @@ const (
 	// also while a lost replica waits for a replacement it cannot have yet
 	// (the reason says why). False with NoReplacement otherwise.
 	VolumeReplacing ConditionType = "Replacing"
+	// VolumeDiverged is True when two replicas published different state
+	// digests at the same applied index (reason DigestMismatch, the message
+	// names the replicas, the index and the values); False with
+	// DigestsAgree when the latest index at which two or more replicas
+	// published digests has equal ones; Unknown with DigestsPending until
+	// two replicas published at one index. A comparison stands until one at
+	// a higher index replaces it.
+	VolumeDiverged ConditionType = "Diverged"
 	// VolumeDeleting is True while workers close and backing storage is
 	// released; storage is preserved while the API is uncertain.
 	VolumeDeleting ConditionType = "Deleting"
@@ -228,6 +236,19 @@ const (
 	// ReasonAwaitingReplacement: another replacement of the volume is in
 	// progress; one at a time.
 	ReasonAwaitingReplacement ConditionReason = "AwaitingOtherReplacement"
+)
+
+// Reasons of the Diverged condition (and of Degraded while replicas diverge).
+const (
+	// ReasonDigestMismatch: two replicas published different state digests
+	// at the same applied index. The journal the quorum holds is still the
+	// authority; the replicas' backing state is not the same.
+	ReasonDigestMismatch ConditionReason = "DigestMismatch"
+	// ReasonDigestsAgree: every replica that published a digest at the
+	// latest compared index published the same value.
+	ReasonDigestsAgree ConditionReason = "DigestsAgree"
+	// ReasonDigestsPending: no two replicas published digests at one index yet.
+	ReasonDigestsPending ConditionReason = "DigestsPending"
 )
 
 // ReplicaReleased is True once the replica host closed the worker of a

@@ -38,6 +38,15 @@ const (
 	// acknowledgement (its node is gone): it no longer holds any vote.
 	AnnotationMembershipRemoved = "storage.eric.dev/membership-removed"
 
+	// AnnotationDigestRequested asks the replica host of a VolumeReplica
+	// for a state digest now, past its digest interval: any value of at
+	// most 63 characters (a timestamp, a scenario's name). The host answers
+	// once per value, when the applied index has been still for its quiet
+	// period (a digest never runs while writes flow), and echoes the value
+	// in status.digest.request. The qualification sets it after stopping
+	// its writers.
+	AnnotationDigestRequested = "storage.eric.dev/digest-requested"
+
 	// AnnotationSelectedNode binds a WaitForFirstConsumer claim to a node, as
 	// the scheduler would; the local provisioner provisions there.
 	AnnotationSelectedNode = "volume.kubernetes.io/selected-node"

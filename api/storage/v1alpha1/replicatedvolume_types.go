@@ -107,7 +107,7 @@ type ReplicatedVolumeStatus struct {
 	// +kubebuilder:validation:MaxItems=6
 	Replicas []ReplicaSummary `json:"replicas,omitempty"`
 
-	// conditions are Ready, Placed, Degraded, Resizing, Replacing and Deleting.
+	// conditions are Ready, Placed, Degraded, Resizing, Replacing, Diverged and Deleting.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -149,6 +149,10 @@ type ReplicaSummary struct {
 	// stateLost mirrors the replica's ReplicaStateLost condition.
 	// +optional
 	StateLost bool `json:"stateLost,omitempty"`
+
+	// digest mirrors the replica's last published state digest.
+	// +optional
+	Digest *StateDigest `json:"digest,omitempty"`
 }
 
 // ReplicatedVolume is one replicated filesystem volume: a Raft group of

@@ -249,12 +249,52 @@ type VolumeReplicaStatus struct {
 	// +optional
 	Membership *MembershipOutcome `json:"membership,omitempty"`
 
+	// --- Divergence (issue 13, docs/replica-engine.md "State digests"). ---
+
+	// digest is the last state digest the host published for this replica:
+	// a SHA-256 of the whole replicated state at an applied command index.
+	// Replicas at the same index must publish the same value; the volume
+	// controller compares them (the ReplicatedVolume's Diverged condition).
+	// The host computes one only after the applied index has been still for
+	// its quiet period, at most once per replica per digest interval, or on
+	// request (AnnotationDigestRequested).
+	// +optional
+	Digest *StateDigest `json:"digest,omitempty"`
+
 	// conditions are Ready, Admitted, Published, ReplicaStateLost and Released.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// StateDigest is a replica's state digest at one applied command index.
+type StateDigest struct {
+	// index is the applied command index (the Raft index of the last
+	// command applied) the digest describes. Noop and configuration
+	// entries do not move it, so replicas compare across elections.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:Minimum=0
+	Index int64 `json:"index"`
+
+	// value is the hex SHA-256 of the whole state at index: namespace,
+	// attributes, extended attributes, file contents, the fencing epoch,
+	// the limits and the exactly-once table (fsm.FSM.Digest).
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{64}$`
+	Value string `json:"value"`
+
+	// time is when the host computed the digest.
+	// +kubebuilder:validation:Required
+	Time metav1.Time `json:"time"`
+
+	// request is the value of the digest-requested annotation this digest
+	// answered, empty for a digest the host took on its own. A requester
+	// waits until it reads its own value back.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Request string `json:"request,omitempty"`
 }
 
 // VolumeReplica is one replica of a ReplicatedVolume, hosted as a Raft
@@ -269,6 +309,7 @@ type VolumeReplicaStatus struct {
 // +kubebuilder:printcolumn:name="Role",type=string,JSONPath=`.status.role`
 // +kubebuilder:printcolumn:name="Applied",type=integer,JSONPath=`.status.appliedIndex`
 // +kubebuilder:printcolumn:name="Lag",type=integer,JSONPath=`.status.lag`
+// +kubebuilder:printcolumn:name="Digest",type=integer,priority=1,JSONPath=`.status.digest.index`
 // +kubebuilder:printcolumn:name="Lost",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="ReplicaStateLost")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.peers) || self.spec.peers.all(p, p.name != self.metadata.name)",message="spec.peers must not list the replica itself"

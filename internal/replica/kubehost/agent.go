@@ -57,6 +57,12 @@ type Options struct {
 	Timing         replica.Timing
 	StatusInterval time.Duration
 	SecretRefresh  time.Duration
+	// DigestQuiet is how long a worker's applied index must be still
+	// before its state digest is taken; DigestInterval the least time
+	// between two digests of one replica not asked for by annotation
+	// (digest.go). Zero: the defaults.
+	DigestQuiet    time.Duration
+	DigestInterval time.Duration
 	Logger         *slog.Logger
 }
 
@@ -84,6 +90,18 @@ func (o *Options) validate() error {
 	if o.SecretRefresh == 0 {
 		o.SecretRefresh = DefaultSecretRefresh
 	}
+	if o.DigestQuiet == 0 {
+		o.DigestQuiet = DefaultDigestQuiet
+	}
+	if o.DigestInterval == 0 {
+		o.DigestInterval = DefaultDigestInterval
+	}
+	if o.DigestQuiet < minDigestQuiet || o.DigestQuiet > maxDigestQuiet {
+		errs = append(errs, fmt.Errorf("the digest quiet period must be between %s and %s, got %s", minDigestQuiet, maxDigestQuiet, o.DigestQuiet))
+	}
+	if o.DigestInterval < minDigestInterval || o.DigestInterval > maxDigestInterval {
+		errs = append(errs, fmt.Errorf("the digest interval must be between %s and %s, got %s", minDigestInterval, maxDigestInterval, o.DigestInterval))
+	}
 	if o.StatusInterval < 100*time.Millisecond || o.SecretRefresh < time.Second {
 		errs = append(errs, errors.New("the status interval must be at least 100ms and the secret refresh at least 1s"))
 	}
@@ -103,6 +121,7 @@ type Agent struct {
 	creds  *credentials
 	hosted hostedNames
 	local  *localDriver // the local CSI driver of this node
+	digest *digests     // state digests of the running workers (digest.go)
 }
 
 // Run starts the agent against the API server of cfg and blocks until ctx
@@ -133,7 +152,8 @@ func Run(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, h *host.
 	}
 	defer ld.Close()
 	a := &Agent{opts: opts, host: h, client: mgr.GetClient(), reader: mgr.GetAPIReader(), log: opts.Logger,
-		creds: newCredentials(filepath.Join(opts.StateDir, "credentials")), local: ld}
+		creds: newCredentials(filepath.Join(opts.StateDir, "credentials")), local: ld,
+		digest: newDigests(opts.DigestQuiet, opts.DigestInterval, opts.Logger)}
 	if err := a.setup(mgr); err != nil {
 		return err
 	}

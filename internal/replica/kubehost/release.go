@@ -48,6 +48,7 @@ func (a *Agent) stop(name, namespace string) {
 	if !ok {
 		return
 	}
+	a.digest.forget(k)
 	if err := a.host.Remove(k); err != nil {
 		a.log.Debug("no worker to stop", "replica", name, "error", err)
 		return
@@ -57,6 +58,7 @@ func (a *Agent) stop(name, namespace string) {
 
 func (a *Agent) release(ctx context.Context, vr *storagev1alpha1.VolumeReplica) error {
 	a.stop(vr.Name, vr.Namespace)
+	a.digest.forget(key(vr))
 	if _, _, still := a.host.Worker(key(vr)); still { // hosted by an earlier pass of this process
 		if err := a.host.Remove(key(vr)); err != nil {
 			return fmt.Errorf("close worker %s: %w", key(vr), err)

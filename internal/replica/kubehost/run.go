@@ -63,6 +63,7 @@ func (a *Agent) run(ctx context.Context, vr *storagev1alpha1.VolumeReplica) (obs
 	} else if ok {
 		// A failed start (say, its publication timed out) is retried.
 		_ = a.host.Remove(key(vr))
+		a.digest.forget(key(vr))
 	}
 	claim, err := a.protectClaim(ctx, vr)
 	if err != nil {

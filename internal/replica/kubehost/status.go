@@ -50,6 +50,7 @@ func (a *Agent) writeStatus(ctx context.Context, vr *storagev1alpha1.VolumeRepli
 		next.Role = role(st)
 		if st.State == replica.ReplicaStateRunning {
 			next.Capacity = servedCapacity(wk)
+			next.Digest = a.digest.observe(key(vr), wk, st, vr.Annotations[storagev1alpha1.AnnotationDigestRequested], vr.Status.Digest)
 		}
 		next.AppliedIndex = int64(st.AppliedIndex)
 		next.Lag = 0
