@@ -494,3 +494,11 @@ func writeStorageSummary(b *strings.Builder) {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %d | %d | %d | %s | %s |\n", r.Scenario, status, r.Duration, r.Provisioning, r.Acked, r.Verified, r.Failed, reps, dels)
 	}
 }
+
+// allow permits (and expect also requires) manager deletions, as
+// "resource/name" or "resource/*".
+func (s *volumeScenario) allow(resourceNames ...string) { s.allowed = append(s.allowed, resourceNames...) }
+func (s *volumeScenario) expect(resourceNames ...string) {
+	s.allow(resourceNames...)
+	s.expected = append(s.expected, resourceNames...)
+}
