@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # images.sh: `make images`. Static binaries (CGO_ENABLED=0) for linux/amd64 and linux/arm64 of
-# the manager, the NODE DaemonSet's csi-node and replica-host, the celldsim test workload, the Pod
+# the manager, the NODE DaemonSet's csi-node and replica-host, the celldsim and storagesim test
+# workloads (storagesim: the storage qualification's writer), the Pod
 # sandbox (pause) and the CSI sidecars
 # (csi-provisioner, csi-resizer, built from their pinned modules in hack/sidecars), each packed by
 # hack/mkimage (go-containerregistry, no registry, no base image) into one multi-platform OCI
@@ -59,7 +60,7 @@ sidecar() {
   echo "$dir $version"
 }
 
-wanted=("$@"); ((${#wanted[@]})) || wanted=(manager csi-node replica-host celldsim pause csi-provisioner csi-resizer)
+wanted=("$@"); ((${#wanted[@]})) || wanted=(manager csi-node replica-host celldsim storagesim pause csi-provisioner csi-resizer)
 for name in "${wanted[@]}"; do
   case $name in
     manager)
@@ -79,6 +80,10 @@ for name in "${wanted[@]}"; do
         "$mkimage" --user "$nonroot" --label "dev.eric.cellfleet.build=$v" "${bins[@]}" \
           "localhost/cellfleet/celldsim:$v" "$out/celldsim-$v.tar" > "$out/celldsim-$v.digest"
       done ;;
+    storagesim)
+      build "$root" ./test/storagesim storagesim
+      mapfile -t bins < <(binaries "$stage" storagesim)
+      "$mkimage" --user "$nonroot" "${bins[@]}" localhost/cellfleet/storagesim:1 "$out/storagesim.tar" > "$out/storagesim.digest" ;;
     pause)
       build "$root/hack/cluster/pause" . pause GOWORK=off
       mapfile -t bins < <(binaries "$stage" pause)
@@ -90,7 +95,7 @@ for name in "${wanted[@]}"; do
       mapfile -t bins < <(binaries "$dir" "$name")
       "$mkimage" --user "$nonroot" --label "org.opencontainers.image.version=$version" "${bins[@]}" \
         "localhost/cellfleet/$name:$version" "$out/$name.tar" > "$out/$name.digest" ;;
-    *) echo "images: unknown image '$name' (manager, csi-node, replica-host, celldsim, pause, csi-provisioner, csi-resizer)" >&2; exit 2 ;;
+    *) echo "images: unknown image '$name' (manager, csi-node, replica-host, celldsim, storagesim, pause, csi-provisioner, csi-resizer)" >&2; exit 2 ;;
   esac
 done
 cat "$out"/*.digest > "$out/digests"

@@ -1,21 +1,24 @@
 package e2e
 
-// Storage qualification (issue 13), first scenarios: a PVC of the replicated
-// StorageClass mounted in a Pod (a real FUSE mount of a 3-replica volume,
-// real kubelet, real CSI sidecars), under continuous writes, faults injected
-// with kill -9 on this host, every acknowledged write read back through the
-// volume from a fresh Pod.
+// Storage qualification (issue 13): a PVC of the replicated StorageClass
+// mounted in a Pod (a real FUSE mount of a 3-replica volume, real kubelet,
+// real CSI sidecars), under continuous writes, faults injected on this host,
+// every acknowledged operation read back through the volume from a fresh Pod,
+// and the replicas' state digests compared once the writers stopped.
 //
-// The writer is celldsim (test/celldsim) with no peers
-// (CELLD_SIM_PEER_COPIES=0): it acknowledges a write only after appending it
-// to its log on /work, the replicated volume, and fsyncing it, so the ledger
-// of test/e2e/load (kept here, outside the volume) holds exactly what the
-// volume must keep. A dedicated storage workload (checksummed records, small
-// files) is not built yet.
+// The writer is storagesim (test/storagesim): it appends checksummed records
+// to a log (fsync after each) and creates small checksummed files (fsync of
+// file and directory), acknowledging each only once durable; the ledger of
+// package storageload, kept here outside the volume, holds exactly what the
+// volume must keep, and storagesim's verify sorts a read-back into verified,
+// missing and wrong.
 
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,13 +27,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 	"github.com/cellfleet/cellfleet/test/e2e/cluster"
-	"github.com/cellfleet/cellfleet/test/e2e/load"
+	"github.com/cellfleet/cellfleet/test/e2e/storageload"
+	storageapi "github.com/cellfleet/cellfleet/test/storagesim/api"
 )
 
 const (
@@ -38,6 +43,10 @@ const (
 	replicatedClass      = "cellfleet-replicated"
 	// storageSettle bounds provisioning (claim to Ready Pod) and each recovery.
 	storageSettle = 3 * time.Minute
+	// storageWindow is how long the writers run before and after a fault.
+	storageWindow = 10 * time.Second
+	// storagePause is each writer's pause between operations.
+	storagePause = 10 * time.Millisecond
 )
 
 // storageResult is one row of the summary's storage section.
@@ -45,8 +54,10 @@ type storageResult struct {
 	Scenario     string
 	Duration     time.Duration
 	Provisioning time.Duration // claim to Ready writer Pod
-	Acked        int
-	Verified     int
+	Acked        int           // operations acknowledged (records and files)
+	Verified     int           // of them read back intact from a fresh Pod
+	Failed       int64         // operations the application saw fail
+	Replicas     string        // digests compared: "3 equal at index N"
 	Deletions    []string
 	Passed       bool
 }
@@ -62,73 +73,92 @@ type volumeScenario struct {
 	start  time.Time
 	volume string // the PersistentVolume, also the ReplicatedVolume's name
 	pod    *corev1.Pod
-	ledger *load.Ledger
-	gen    *load.Generator
+	ledger *storageload.Ledger
+	gen    *storageload.Generator
 	res    storageResult
-}
-
-func TestStorageProvisioningAndCoordinatorKillKeepEveryWrite(t *testing.T) {
-	requirePower(t, cluster.PowerHostProcesses)
-	runVolumeScenario(t, "storage: provisioning, kill -9 of the coordinator's replica-host", "q-coord", func(s *volumeScenario) {
-		s.killReplicaHost(s.coordinator())
-	})
-}
-
-func TestStorageFollowerHostKillKeepsEveryWrite(t *testing.T) {
-	requirePower(t, cluster.PowerHostProcesses)
-	runVolumeScenario(t, "storage: kill -9 of a follower's replica-host", "q-follower", func(s *volumeScenario) {
-		coord := s.coordinator()
-		for _, r := range s.replicas() {
-			if r.Name != coord.Name {
-				s.killReplicaHost(&r)
-				return
-			}
-		}
-		s.t.Fatalf("volume %s has no follower", s.volume)
-	})
+	// pods counts writer Pods, naming the next one.
+	pods int
+	// allowed are manager deletions the scenario permits ("resource/name",
+	// "resource/*"); expected must have happened.
+	allowed, expected []string
+	// verifyOnPod, when set, verifies from that Pod instead of a fresh one
+	// (the scenario already moved or restarted the writer).
+	verifyOnPod *corev1.Pod
+	// skipEnd: the scenario verified and judged on its own (deletion).
+	skipEnd bool
 }
 
 // runVolumeScenario provisions a fresh claim with a writer Pod (timed),
-// starts the load, runs body, then reads every acknowledged write back from
-// a fresh Pod on the same claim and judges the manager's deletions.
+// starts the load, runs body, stops the writers, compares the replicas'
+// digests, then reads every acknowledged operation back from a fresh Pod on
+// the same claim and judges the manager's deletions.
 func runVolumeScenario(t *testing.T, title, name string, body func(s *volumeScenario)) {
 	requireCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	s := &volumeScenario{t: t, ctx: ctx, name: name, start: time.Now(), ledger: load.NewLedger()}
+	s := &volumeScenario{t: t, ctx: ctx, name: name, start: time.Now(), ledger: &storageload.Ledger{}}
 	s.res.Scenario = title
 	t.Cleanup(func() { s.cleanup() })
 	t.Cleanup(func() { s.record() })
 
 	ensureNamespace(ctx, t, storageTestNamespace)
 	s.createClaim()
-	s.pod = s.startWriter(name + "-w1")
+	s.pod = s.startWriter("")
 	s.res.Provisioning = time.Since(s.start).Round(100 * time.Millisecond)
 	t.Logf("claim %s to Ready writer Pod in %v (volume %s, node %s)", name, s.res.Provisioning, s.volume, s.pod.Spec.NodeName)
 
-	s.gen = load.Start(s.target(s.pod), name, s.ledger, load.Options{})
-	defer s.gen.Stop()
+	s.startLoad(s.pod)
+	defer func() { s.gen.Stop() }()
 	s.serving("before the fault")
 	body(s)
-	s.serving("after the fault")
-	s.gen.Stop()
-
-	// Read back from a fresh Pod: the first Pod is deleted (unpublish,
-	// unstage), the claim mounted again.
-	s.deletePod(s.pod)
-	fresh := s.startWriter(name + "-w2")
-	verified, lost := load.Verify(ctx, s.target(fresh), s.ledger, 10)
-	s.res.Acked, s.res.Verified = s.ledger.Len(), verified
-	if len(lost) > 0 {
-		var keys []string
-		for _, l := range lost[:min(len(lost), 10)] {
-			keys = append(keys, fmt.Sprintf("%s (%v)", l.Key, l.Err))
-		}
-		t.Errorf("%d of %d acknowledged writes are not readable from a fresh Pod: nothing acknowledged may be lost; first: %s",
-			len(lost), s.ledger.Len(), strings.Join(keys, ", "))
+	if s.skipEnd {
+		s.checkDeletions()
+		return
 	}
-	t.Logf("ledger: %d acknowledged, %d verified from a fresh Pod, load %+v", s.ledger.Len(), verified, s.gen.Stats())
+	s.serving("after the fault")
+	s.stopLoad()
+	s.compareDigests()
+	p := s.verifyOnPod
+	if p == nil {
+		// Read back from a fresh Pod: the writer is deleted (unpublish,
+		// unstage), the claim mounted again.
+		s.deletePod(s.pod)
+		p = s.startWriter("")
+	}
+	s.verify(p)
 	s.checkDeletions()
+}
+
+// startLoad starts the writers on the fixture of Pod p; the ledger carries on.
+func (s *volumeScenario) startLoad(p *corev1.Pod) {
+	s.gen = storageload.Start(s.target(p), s.ledger, storagePause)
+}
+
+// stopLoad stops the writers and adds what they saw fail to the result.
+func (s *volumeScenario) stopLoad() {
+	s.gen.Stop()
+	st := s.gen.Stats()
+	s.res.Failed += st.Failed
+	s.t.Logf("writers stopped: %+v", st)
+}
+
+// verify asks the fixture in p to read every acknowledged operation back.
+func (s *volumeScenario) verify(p *corev1.Pod) {
+	s.t.Helper()
+	rep, err := storageload.Verify(s.ctx, s.target(p), s.ledger)
+	if err != nil {
+		s.t.Fatalf("verify through %s: %v", p.Name, err)
+	}
+	s.res.Acked, s.res.Verified = s.ledger.Len(), rep.Verified
+	if len(rep.Wrong) > 0 || rep.CorruptRecords > 0 {
+		s.t.Errorf("WRONG DATA: %d acknowledged operations read back with other data, %d corrupt records in the log; first: %+v",
+			len(rep.Wrong), rep.CorruptRecords, rep.Wrong[:min(len(rep.Wrong), 5)])
+	}
+	if len(rep.Missing) > 0 {
+		s.t.Errorf("%d of %d acknowledged operations are missing from a fresh Pod: nothing acknowledged may be lost; first: %+v",
+			len(rep.Missing), s.ledger.Len(), rep.Missing[:min(len(rep.Missing), 5)])
+	}
+	s.t.Logf("ledger: %d acknowledged, %d verified through %s", s.ledger.Len(), rep.Verified, p.Name)
 }
 
 func ensureNamespace(ctx context.Context, t *testing.T, name string) {
@@ -166,27 +196,25 @@ func (s *volumeScenario) createClaim() {
 	}, func() string { return fmt.Sprintf("claim %s not bound (phase %s)", s.name, pvc.Status.Phase) })
 }
 
-// startWriter starts celldsim on the claim and waits until it is Ready.
-func (s *volumeScenario) startWriter(name string) *corev1.Pod {
+// startWriter starts storagesim on the claim (on node, when not empty) and
+// waits until it is Ready.
+func (s *volumeScenario) startWriter(node string) *corev1.Pod {
 	s.t.Helper()
+	s.pods++
+	name := fmt.Sprintf("%s-w%d", s.name, s.pods)
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: storageTestNamespace, Name: name, Labels: map[string]string{"app": s.name}},
 		Spec: corev1.PodSpec{
-			TerminationGracePeriodSeconds: ptr.To[int64](10),
+			NodeName:                      node,
+			TerminationGracePeriodSeconds: ptr.To[int64](5),
 			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532),
 				FSGroup: ptr.To[int64](65532)},
 			Containers: []corev1.Container{{
-				Name:  "celld",
-				Image: runtimeImage(s.t, 1),
-				Env: []corev1.EnvVar{
-					{Name: "CELLD_WATCH", Value: "/work"},
-					// No peer copies: the volume alone must keep what is acknowledged.
-					{Name: "CELLD_SIM_PEERS", Value: "127.0.0.1:1"},
-					{Name: "CELLD_SIM_PEER_COPIES", Value: "0"},
-					{Name: "CELLD_SIM_BOOTSTRAP_MS", Value: "0"},
-				},
+				Name:  "storagesim",
+				Image: storagesimImage(s.t),
+				Env:   []corev1.EnvVar{{Name: "STORAGESIM_DIR", Value: "/work"}},
 				ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-					Path: "/.well-known/celld/health", Port: intstr.FromInt32(8080)}}},
+					Path: storageapi.PathHealth, Port: intstr.FromInt32(8080)}}},
 				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/work"}},
 			}},
 			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
@@ -202,6 +230,22 @@ func (s *volumeScenario) startWriter(name string) *corev1.Pod {
 	return p
 }
 
+// storagesimImage is storagesim's image pinned by digest (make images).
+func storagesimImage(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(env.Root, "bin", "images", "storagesim.digest")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("storagesim image: %v (run make images)", err)
+	}
+	ref, digest, ok := strings.Cut(strings.TrimSpace(string(b)), " ")
+	if !ok {
+		t.Fatalf("%s: want \"REF sha256:DIGEST\", got %q", path, b)
+	}
+	repo, _, _ := strings.Cut(ref, ":")
+	return repo + "@" + digest
+}
+
 func (s *volumeScenario) deletePod(p *corev1.Pod) {
 	s.t.Helper()
 	if err := s.env().Delete(s.ctx, p, client.Preconditions{UID: &p.UID}); err != nil && !apierrors.IsNotFound(err) {
@@ -212,18 +256,24 @@ func (s *volumeScenario) deletePod(p *corev1.Pod) {
 	}, func() string { return "Pod " + p.Name + " still exists" })
 }
 
-// target is the writer Pod's application port: Pod IPs are reachable from
-// this host (each node's bridge is a host interface).
-func (s *volumeScenario) target(p *corev1.Pod) load.Target {
-	return load.Target{Base: fmt.Sprintf("http://%s:8080", p.Status.PodIP)}
+// target is the writer Pod's fixture: Pod IPs are reachable from this host
+// (each node's bridge is a host interface).
+func (s *volumeScenario) target(p *corev1.Pod) string {
+	return fmt.Sprintf("http://%s:8080", p.Status.PodIP)
 }
 
+// serving waits until the writers acknowledge further operations, after
+// letting them run for the scenario's window.
 func (s *volumeScenario) serving(when string) {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(s.ctx, 2*time.Minute)
 	defer cancel()
 	if err := s.gen.WaitAcknowledged(ctx, 25); err != nil {
 		s.t.Fatalf("volume %s does not acknowledge writes %s: %v (load %+v)", s.volume, when, err, s.gen.Stats())
+	}
+	select {
+	case <-s.ctx.Done():
+	case <-time.After(storageWindow):
 	}
 }
 
@@ -258,23 +308,6 @@ func (s *volumeScenario) coordinator() *storagev1alpha1.VolumeReplica {
 	return found
 }
 
-// killReplicaHost kill -9s the replica-host process of the NODE Pod on the
-// replica's node (every worker of that node dies with it), and waits until
-// the DaemonSet's container restarted it.
-func (s *volumeScenario) killReplicaHost(r *storagev1alpha1.VolumeReplica) {
-	s.t.Helper()
-	p := s.nodePod(r.Spec.Node)
-	before := restartsOf(p, "replica-host")
-	if err := cluster.KillContainerProcess(p.UID, "replica-host"); err != nil {
-		s.t.Fatalf("kill -9 the replica-host of %s: %v", r.Spec.Node, err)
-	}
-	s.t.Logf("kill -9 of replica-host on %s (replica %s, role %s)", r.Spec.Node, r.Name, r.Status.Role)
-	waitFor(s.ctx, s.t, storageSettle, func() bool {
-		q := s.nodePod(r.Spec.Node)
-		return restartsOf(q, "replica-host") > before && podReady(q)
-	}, func() string { return "the replica-host on " + r.Spec.Node + " did not come back" })
-}
-
 func (s *volumeScenario) nodePod(node string) *corev1.Pod {
 	s.t.Helper()
 	var pods corev1.PodList
@@ -300,24 +333,97 @@ func restartsOf(p *corev1.Pod, container string) int32 {
 	return 0
 }
 
-// checkDeletions: during a scenario without a lost replica the manager
-// deletes nothing (its deletions come from the audit log).
+// checkDeletions fails on any deletion by the manager's ServiceAccount
+// during the scenario that it does not allow (from the audit log), and on any
+// it expects that did not happen.
 func (s *volumeScenario) checkDeletions() {
 	s.t.Helper()
 	if !env.Has(cluster.PowerAuditLog) {
 		s.t.Logf("manager deletions not checked: this cluster does not give %s", cluster.PowerAuditLog)
 		return
 	}
-	all, err := env.Deletions(s.start)
+	got, err := s.managerDeletions()
 	if err != nil {
-		s.t.Fatalf("read the audit log: %v", err)
+		s.t.Fatal(err)
 	}
-	for _, d := range all {
-		if d.User == operatorUser {
-			s.res.Deletions = append(s.res.Deletions, d.Resource+"/"+d.Namespace+"/"+d.Name)
-			s.t.Errorf("the manager deleted %s/%s/%s during the scenario, which must keep everything", d.Resource, d.Namespace, d.Name)
+	s.res.Deletions = got
+	for _, d := range got {
+		if !slices.Contains(s.allowed, d) && !allowedKind(s.allowed, d) {
+			s.t.Errorf("the manager deleted %s during the scenario, which must keep it", d)
 		}
 	}
+	for _, want := range s.expected {
+		res, name, _ := strings.Cut(want, "/")
+		if !slices.ContainsFunc(got, func(d string) bool { return d == want || name == "*" && strings.HasPrefix(d, res+"/") }) {
+			s.t.Errorf("the manager did not delete %s (its deletions: %v)", want, got)
+		}
+	}
+}
+
+// managerDeletions are the manager's deletions since the scenario started,
+// as "resource/name".
+func (s *volumeScenario) managerDeletions() ([]string, error) {
+	all, err := env.Deletions(s.start)
+	if err != nil {
+		return nil, fmt.Errorf("read the audit log: %w", err)
+	}
+	var out []string
+	for _, d := range all {
+		if d.User == operatorUser {
+			out = append(out, d.Resource+"/"+d.Name)
+		}
+	}
+	return out, nil
+}
+
+// compareDigests asks every replica of the volume for a state digest now
+// that the writers stopped (the digest-requested annotation, one value per
+// scenario) and requires them all at one index with one value.
+func (s *volumeScenario) compareDigests() {
+	s.t.Helper()
+	request := fmt.Sprintf("%s-%d", s.name, time.Now().Unix())
+	for _, r := range s.replicas() {
+		patch := client.RawPatch(types.MergePatchType,
+			fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, storagev1alpha1.AnnotationDigestRequested, request))
+		if err := s.env().Patch(s.ctx, &r, patch); err != nil {
+			s.t.Fatalf("request a digest of %s: %v", r.Name, err)
+		}
+	}
+	var reps []storagev1alpha1.VolumeReplica
+	waitFor(s.ctx, s.t, 2*time.Minute, func() bool {
+		reps = s.replicas()
+		for _, r := range reps {
+			if r.Status.Digest == nil || r.Status.Digest.Request != request {
+				return false
+			}
+		}
+		return len(reps) > 0
+	}, func() string {
+		return fmt.Sprintf("not every replica of %s answered digest request %s: %s", s.volume, request, digestsOf(reps))
+	})
+	first := reps[0].Status.Digest
+	for _, r := range reps[1:] {
+		if d := r.Status.Digest; d.Index != first.Index || d.Value != first.Value {
+			s.res.Replicas = "DIVERGED: " + digestsOf(reps)
+			s.t.Errorf("replicas of %s disagree after the writers stopped: %s", s.volume, digestsOf(reps))
+			return
+		}
+	}
+	s.res.Replicas = fmt.Sprintf("%d equal at index %d", len(reps), first.Index)
+	s.t.Logf("digests: %s", digestsOf(reps))
+}
+
+func digestsOf(reps []storagev1alpha1.VolumeReplica) string {
+	var parts []string
+	for _, r := range reps {
+		d := r.Status.Digest
+		if d == nil {
+			parts = append(parts, r.Name+"=none")
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s=%d:%.12s(%s)", r.Name, d.Index, d.Value, d.Request))
+	}
+	return strings.Join(parts, " ")
 }
 
 func (s *volumeScenario) record() {
@@ -363,12 +469,15 @@ func writeStorageSummary(b *strings.Builder) {
 	}
 	b.WriteString("\n## Storage\n\n" +
 		"Each storage scenario starts from a fresh claim of `cellfleet-replicated` (3 replicas) mounted in a writer Pod " +
-		"(celldsim with no peers: a write is acknowledged once fsynced on the volume), under continuous writes from this " +
-		"host; *provisioning* is claim to Ready writer Pod; *verified* counts acknowledged writes read back from a fresh Pod " +
-		"on the same claim (every one must be); *manager deletions* come from the audit log (none are allowed). " +
-		"Replica digests are not compared yet (VolumeReplica has no digest in its status).\n\n")
-	b.WriteString("| scenario | result | duration | provisioning | writes acknowledged | writes verified | manager deletions |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
+		"running storagesim (test/storagesim), under continuous writes from this host: checksummed records appended to a log " +
+		"with fsync after each and small checksummed files (fsync of file and directory), each acknowledged only once durable, " +
+		"the ledger kept on this host. *provisioning* is claim to Ready writer Pod; *failed* counts operations the application " +
+		"saw fail (errors, never acknowledged); *verified* counts acknowledged operations read back intact from a fresh Pod " +
+		"(every one must be; storagesim tells wrong data from missing); *replicas compared* are the state digests every replica " +
+		"published at one applied index after the writers stopped (VolumeReplica status.digest); *manager deletions* come from " +
+		"the audit log (only those the scenario names are allowed).\n\n")
+	b.WriteString("| scenario | result | duration | provisioning | operations acknowledged | verified | failed (seen by the app) | replicas compared | manager deletions |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range storageResults {
 		status := "pass"
 		if !r.Passed {
@@ -378,6 +487,18 @@ func writeStorageSummary(b *strings.Builder) {
 		if len(r.Deletions) > 0 {
 			dels = strings.Join(r.Deletions, ", ")
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %d | %d | %s |\n", r.Scenario, status, r.Duration, r.Provisioning, r.Acked, r.Verified, dels)
+		reps := r.Replicas
+		if reps == "" {
+			reps = "not compared"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %d | %d | %d | %s | %s |\n", r.Scenario, status, r.Duration, r.Provisioning, r.Acked, r.Verified, r.Failed, reps, dels)
 	}
+}
+
+// allow permits (and expect also requires) manager deletions, as
+// "resource/name" or "resource/*".
+func (s *volumeScenario) allow(resourceNames ...string) { s.allowed = append(s.allowed, resourceNames...) }
+func (s *volumeScenario) expect(resourceNames ...string) {
+	s.allow(resourceNames...)
+	s.expected = append(s.expected, resourceNames...)
 }

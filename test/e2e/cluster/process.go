@@ -62,3 +62,38 @@ func KillContainerProcess(pod types.UID, comm string) error {
 	}
 	return nil
 }
+
+// KillContainer sends SIGKILL to every process of one container, named by the
+// container ID of its Pod status ("containerd://<id>"): the cgroupfs path of
+// a container's processes ends in its ID. Used where one image runs in
+// several containers of a Pod under one process name (the NODE Pod's
+// csi-node, csi-node-replicated and mount-owner).
+func KillContainer(containerID string) error {
+	_, id, ok := strings.Cut(containerID, "://")
+	if !ok || id == "" {
+		return fmt.Errorf("container ID %q: want <runtime>://<id>", containerID)
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return err
+	}
+	killed := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cg, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
+		if err != nil || !strings.Contains(string(cg), "/"+id+"\n") {
+			continue
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			return fmt.Errorf("kill -9 %d (container %s): %w", pid, id, err)
+		}
+		killed++
+	}
+	if killed == 0 {
+		return fmt.Errorf("no process runs in container %s", id)
+	}
+	return nil
+}
