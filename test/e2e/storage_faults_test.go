@@ -92,9 +92,6 @@ func TestStorageMountOwnerKillShowsErrorsNotWrongData(t *testing.T) {
 // Expansion while writing: the claim grows, statfs in the Pod shows it and
 // the writers go on.
 func TestStorageExpansionWhileWriting(t *testing.T) {
-	t.Skip("product bug (2026-12-02 run): ControllerExpandVolume answers FailedPrecondition \"backing StorageClass " +
-		"cellfleet-local does not allow volume expansion, so the backing claims cannot grow\" (config/storage/storageclasses.yaml " +
-		"has allowVolumeExpansion: false, and no csi-resizer serves local.storage.eric.dev): the claim stays at 64Mi, statfs in the Pod too")
 	requirePower(t, cluster.PowerHostProcesses)
 	runVolumeScenario(t, "storage: volume expansion while writing", "q-grow", func(s *volumeScenario) {
 		want := resource.MustParse("128Mi")
