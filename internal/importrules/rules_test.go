@@ -67,6 +67,7 @@ func rules() []rule {
 		{pkg: "internal/replica", never: k8s(host, client), states: "internal/replica/doc.go"},
 		{pkg: "internal/replica/fsm", never: []string{worker, transport, host, client}, states: "internal/replica/fsm/doc.go"},
 		{pkg: "internal/replica/transport", never: []string{stateMach, host, client}, states: "internal/replica/transport/doc.go"},
+		{pkg: "internal/replica/raftnet", never: []string{stateMach, "internal/replica/journal/...", host}, states: "internal/replica/raftnet/doc.go"},
 		{pkg: "internal/replica/wire", never: []string{raft, stateMach, transport, client}, states: "internal/replica/wire/doc.go"},
 		{pkg: "internal/replica/client", never: []string{worker, stateMach, raft}, states: "internal/replica/client/doc.go"},
 		{pkg: "internal/replica/host", never: []string{client, fusePkgs}, states: "internal/replica/host/doc.go"},
