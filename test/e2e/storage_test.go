@@ -497,7 +497,9 @@ func writeStorageSummary(b *strings.Builder) {
 
 // allow permits (and expect also requires) manager deletions, as
 // "resource/name" or "resource/*".
-func (s *volumeScenario) allow(resourceNames ...string) { s.allowed = append(s.allowed, resourceNames...) }
+func (s *volumeScenario) allow(resourceNames ...string) {
+	s.allowed = append(s.allowed, resourceNames...)
+}
 func (s *volumeScenario) expect(resourceNames ...string) {
 	s.allow(resourceNames...)
 	s.expected = append(s.expected, resourceNames...)

@@ -97,17 +97,8 @@ func TestALostClaimIsReplacedUnderWritesAcrossManagerRestarts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
 	defer cancel()
 	fx.ctx = ctx
-	for i := range 4 {
-		fx.AddNode(fmt.Sprintf("kh-lost-%c", 'a'+i))
-	}
-	fx.StartControllerOnFreePorts()
-	fx.StartHosts()
-	rv := fx.volume("khlost", 3)
-	fx.ProvisionClaims(rv.Name, 3)
+	rv, led := fx.healthyUnderWrites(ctx, "kh-lost", "khlost", 4)
 	healthy := fx.healthy(rv.Name)
-	eventually(t, 2*time.Minute, "the volume Healthy", healthy)
-	led := fx.startWrites(ctx, rv.Name)
-	time.Sleep(2 * time.Second)
 
 	victim := fx.follower(rv.Name)
 	claim := fx.loseClaim(victim)
@@ -204,17 +195,8 @@ func TestAReplacementThatNeverCatchesUpIsRemadeElsewhereUnderWrites(t *testing.T
 	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
 	defer cancel()
 	fx.ctx = ctx
-	for i := range 5 {
-		fx.AddNode(fmt.Sprintf("kh-stuck-%c", 'a'+i))
-	}
 	fx.RebuildTimeout = 15 * time.Second
-	fx.StartControllerOnFreePorts()
-	fx.StartHosts()
-	rv := fx.volume("khstuck", 3)
-	fx.ProvisionClaims(rv.Name, 3)
-	eventually(t, 2*time.Minute, "the volume Healthy", fx.healthy(rv.Name))
-	led := fx.startWrites(ctx, rv.Name)
-	time.Sleep(2 * time.Second)
+	rv, led := fx.healthyUnderWrites(ctx, "kh-stuck", "khstuck", 5)
 
 	victim := fx.follower(rv.Name)
 	fx.loseClaim(victim)

@@ -171,6 +171,25 @@ func (led *ledger) verify(ctx context.Context) {
 	t.Logf("%d acknowledged slots read back intact", len(led.acks))
 }
 
+// healthyUnderWrites starts nodes nodes named nodePrefix-a, -b..., the
+// controller (with the options the test set on fx) and their hosts, makes a
+// 3-replica volume, waits until it is Healthy and starts writing to it: the
+// start every replacement test shares.
+func (fx *fixture) healthyUnderWrites(ctx context.Context, nodePrefix, volume string, nodes int) (*storagev1alpha1.ReplicatedVolume, *ledger) {
+	fx.t.Helper()
+	for i := range nodes {
+		fx.AddNode(fmt.Sprintf("%s-%c", nodePrefix, 'a'+i))
+	}
+	fx.StartControllerOnFreePorts()
+	fx.StartHosts()
+	rv := fx.volume(volume, 3)
+	fx.ProvisionClaims(rv.Name, 3)
+	eventually(fx.t, 2*time.Minute, "the volume Healthy", fx.healthy(rv.Name))
+	led := fx.startWrites(ctx, rv.Name)
+	time.Sleep(2 * time.Second)
+	return rv, led
+}
+
 // healthy is a condition for eventually: the volume's robustness is Healthy.
 func (fx *fixture) healthy(volumeName string) func() error {
 	return func() error {
@@ -198,19 +217,9 @@ func TestAGoneNodesReplicaIsReplacedUnderWrites(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
 	defer cancel()
 	fx.ctx = ctx
-	for i := range 4 {
-		fx.AddNode(fmt.Sprintf("kh-rep-%c", 'a'+i))
-	}
 	fx.ReplacementDelay = time.Minute
-	fx.StartControllerOnFreePorts()
-	fx.StartHosts()
-	rv := fx.volume("khrep", 3)
-	fx.ProvisionClaims(rv.Name, 3)
+	rv, led := fx.healthyUnderWrites(ctx, "kh-rep", "khrep", 4)
 	healthy := fx.healthy(rv.Name)
-	eventually(t, 2*time.Minute, "the volume Healthy", healthy)
-
-	led := fx.startWrites(ctx, rv.Name)
-	time.Sleep(2 * time.Second)
 
 	// Kill a follower's host and declare its node gone.
 	victim := fx.follower(rv.Name)
