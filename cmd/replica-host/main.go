@@ -118,6 +118,12 @@ func run(args []string) error {
 	}
 	level, _ := parseLevel(f.logLevel)
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	stopProfile, err := startCPUProfile(log)
+	if err != nil {
+		return err
+	}
+	// Deferred first, so it runs last: the profile covers the host's close.
+	defer stopProfile()
 	var file host.StandaloneFile
 	if f.kube.node != "" {
 		file = host.StandaloneFile{StateDir: f.kube.stateDir, StatusListen: f.statusListen}

@@ -112,7 +112,7 @@ func StartWithTiming(t testing.TB, bin string, capacity uint64, timing replica.T
 	c.exited = make([]chan struct{}, 3)
 	t.Cleanup(func() {
 		for i := range c.procs {
-			c.Kill(i)
+			c.stop(i)
 		}
 	})
 	for i := range 3 {
@@ -179,6 +179,26 @@ func (c *Cluster) Kill(i int) {
 	<-c.exited[i]
 	c.procs[i] = nil
 }
+
+// stop ends replica i at the end of a test: with SIGKILL, or with SIGTERM
+// when the hosts write CPU profiles (host.CPUProfileEnv), since a profile is
+// finished only by a clean stop.
+func (c *Cluster) stop(i int) {
+	if c.procs[i] == nil || os.Getenv(host.CPUProfileEnv) == "" {
+		c.Kill(i)
+		return
+	}
+	_ = c.procs[i].Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited[i]:
+		c.procs[i] = nil
+	case <-time.After(hostStopGrace):
+		c.Kill(i)
+	}
+}
+
+// hostStopGrace bounds a profiled host's clean stop.
+const hostStopGrace = 30 * time.Second
 
 // CPU returns the processor time (user and system) the running replica
 // processes have used so far.

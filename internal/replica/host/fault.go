@@ -24,6 +24,13 @@ const (
 // HaltEnv is the environment variable cmd/replica-host reads HaltAt from.
 const HaltEnv = "CELLFLEET_TEST_HALT_AT"
 
+// CPUProfileEnv names a directory: when set, cmd/replica-host writes a CPU
+// profile of its whole life to cpu-<pid>.pprof in it, finished when it
+// stops on SIGTERM or SIGINT. Benchmark support (per-process profiles of
+// the FUSE benchmarks, docs/performance.md); no deployment sets it, and it
+// serves nothing on a listener.
+const CPUProfileEnv = "CELLFLEET_TEST_CPU_PROFILE_DIR"
+
 // halt blocks the start at point until the host closes, when the host was
 // configured to halt there; the test kills the process meanwhile. It
 // returns false when the start must not go on.
