@@ -15,9 +15,17 @@ import (
 // per worker; this one is bounded by bytes and emptied when the worker is
 // idle, so a host's idle workers hold none.
 const (
-	// recentBytes bounds the entries kept per journal: enough for a
-	// pipelined window of 1 MiB entries to both followers and the apply.
-	recentBytes = 8 << 20
+	// recentBytes bounds the entries kept per journal. The mount's
+	// write-behind sends entries of up to 4 MiB (wire.MaxData), four in
+	// flight, which raft stores as one batch of 16 MiB; the replicators
+	// then read every entry of it and, for the next request, the last one
+	// again (setPreviousLog). At 8 MiB a batch evicted half of itself
+	// before it was sent: the sequential 1 MiB write profile showed the
+	// coordinator's GetLog reading entries back from the file (pread, a
+	// checksum and a new 4 MiB buffer) for 14 % of its processor time.
+	// 24 MiB holds a batch, the entry before it and one more 4 MiB entry
+	// for a replicator or apply a request behind.
+	recentBytes = 24 << 20
 	// recentIdle empties the cache of a journal that took no append for
 	// this long (DropIdle).
 	recentIdle = time.Second

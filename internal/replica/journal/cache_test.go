@@ -42,8 +42,9 @@ func rot(t *testing.T, dir string) {
 func TestNewestEntriesAreReadFromMemoryWithinTheByteBound(t *testing.T) {
 	dir := t.TempDir()
 	l, _ := openT(t, dir, 1<<30)
-	const n = 20
-	for _, b := range [][]*raft.Log{bigEntries(1, 10, 1<<20, 1), bigEntries(11, n, 1<<20, 1)} {
+	// Twice the bound in 1 MiB entries, in two batches.
+	const n = 2 * recentBytes >> 20
+	for _, b := range [][]*raft.Log{bigEntries(1, n/2, 1<<20, 1), bigEntries(n/2+1, n, 1<<20, 1)} {
 		if err := l.StoreLogs(b); err != nil {
 			t.Fatal(err)
 		}
