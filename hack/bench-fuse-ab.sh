@@ -8,7 +8,12 @@
 #   BENCH_BASE=3cad493 BENCH='SeqRead|Creates' BENCHTIME=3x ROUNDS=2 hack/bench-fuse-ab.sh
 #
 # ROUNDS alternates new and old that many times per benchmark (figures are
-# the means), so that a shared machine's changing load falls on both.
+# the means), so that a shared machine's changing load falls on both. Odd
+# rounds run new first, even rounds old first (ABBA): on the 2-vCPU VM the
+# second binary of a pair measured slower whichever it was
+# (docs/performance.md, fifth write-path wave), so use an even ROUNDS.
+# SUB selects sub-benchmarks (a -test.bench pattern after the top-level
+# name, e.g. SUB='^write-behind$').
 #
 # For rates (MiB/s, IOPS, creates/s, stats/s) a ratio above 1 is faster; for
 # latencies (-µs) and processor time (cpu-ms/MiB) below 1 is better.
@@ -18,6 +23,7 @@ base=${BENCH_BASE:?set BENCH_BASE to the commit to compare against}
 filter=${BENCH:-.}
 benchtime=${BENCHTIME:-1x}
 rounds=${ROUNDS:-1}
+sub=${SUB:-}
 root=$(git rev-parse --show-toplevel)
 tmp=$(mktemp -d)
 cleanup() {
@@ -37,18 +43,26 @@ echo "building the benchmarks of this tree and of $base" >&2
 run() { # run new|old benchmark
 	local dir=$root
 	[ "$1" = old ] && dir=$tmp/base
-	(cd "$dir/internal/fuse" && "$tmp/$1.test" -test.run '^$' -test.bench "^$2\$" \
+	local pattern="^$2\$"
+	[ -n "$sub" ] && pattern="$pattern/$sub"
+	(cd "$dir/internal/fuse" && "$tmp/$1.test" -test.run '^$' -test.bench "$pattern" \
 		-test.benchtime "$benchtime" -test.timeout 60m 2>&1) |
 		grep -E '^Benchmark' | sed "s/^/$1 /" | tee -a "$tmp/results" >&2
 }
 
 for b in $("$tmp/new.test" -test.list 'Benchmark.*' | grep -E "$filter"); do
-	for _ in $(seq "$rounds"); do
-		run new "$b"
-		if "$tmp/old.test" -test.list "^$b\$" | grep -q .; then
+	if ! "$tmp/old.test" -test.list "^$b\$" | grep -q .; then
+		echo "($b does not exist at $base)" >&2
+		for _ in $(seq "$rounds"); do run new "$b"; done
+		continue
+	fi
+	for r in $(seq "$rounds"); do
+		if [ $((r % 2)) = 1 ]; then
+			run new "$b"
 			run old "$b"
 		else
-			echo "($b does not exist at $base)" >&2
+			run old "$b"
+			run new "$b"
 		fi
 	done
 done
