@@ -162,11 +162,13 @@ func (c *conn) roundTrip(ctx context.Context, ops []wire.Op, timeout time.Durati
 		delete(c.pending, id)
 		c.mu.Unlock()
 	}
-	frame := wire.CallFrame(&wire.Call{ID: id, Ops: ops})
+	frame := wire.PooledCallFrame(&wire.Call{ID: id, Ops: ops})
 	c.wmu.Lock()
 	_ = c.tc.SetWriteDeadline(time.Now().Add(timeout))
 	err = wire.WritePrefixed(c.tc, frame)
 	c.wmu.Unlock()
+	// crypto/tls has sealed the bytes into its own records by now.
+	wire.PutBuf(frame)
 	if err != nil {
 		forget()
 		c.fail(fmt.Errorf("%w: %v", errConnBroken, err))
