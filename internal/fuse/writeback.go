@@ -33,6 +33,8 @@ import (
 	"sync"
 
 	"github.com/hanwen/go-fuse/v2/fs"
+
+	"github.com/cellfleet/cellfleet/internal/replica/wire"
 )
 
 // defaultWritebackBytes bounds the data one mount holds uncommitted: the
@@ -113,9 +115,15 @@ func (w *writeback) write(in *fs.Inode, c *errCursor, off uint64, data []byte) e
 	w.queued += len(data)
 	w.mu.Unlock()
 
-	// The kernel reuses its buffer once we answer.
-	buf := append([]byte(nil), data...)
+	// The kernel reuses its buffer once we answer, so the data is copied;
+	// into a pooled buffer, since a fresh one per 1 MiB WRITE was new
+	// memory to fault in every time. Nothing holds it once the commit is
+	// over: the client has sealed it into TLS records and the callback runs
+	// after WriteBatch returns.
+	buf := wire.GetBuf(len(data))
+	copy(buf, data)
 	w.batch.submit(ino, off, buf, func(err error) {
+		wire.PutBuf(buf)
 		w.done(ino, s, err)
 		if err != nil {
 			go func() { _ = in.NotifyContent(0, 0) }()
