@@ -146,10 +146,12 @@ func New(t *testing.T, env *testenv.Env, hostBinary, managerNS string) *Stack {
 		filepath.Join("config", "rbac", "replica-host", "role.yaml"),
 		filepath.Join("config", "rbac", "replica-host", "role_binding.yaml"),
 		filepath.Join("config", "rbac", "replica-host", "cluster_role_binding.yaml"),
-		// The NODE ServiceAccount and the policy admitting its token
-		// exchange only for its own node's ServiceAccount (exchange.go).
+		// The NODE ServiceAccount, the policy admitting its token
+		// exchange only for its own node's ServiceAccount (exchange.go)
+		// and the one admitting its writes only of its own node's objects.
 		filepath.Join("config", "node", "serviceaccount.yaml"),
 		filepath.Join("config", "node", "token-exchange-policy.yaml"),
+		filepath.Join("config", "node", "node-write-policy.yaml"),
 	}
 	for _, f := range manifests {
 		if err := env.ApplyFile(ctx, filepath.Join(testenv.RepoRoot(), f)); err != nil {
