@@ -110,8 +110,12 @@ type Stack struct {
 	// RebuildTimeout is the controller's --replica-rebuild-timeout (zero:
 	// its default); tests set it below the flag's minimum.
 	RebuildTimeout time.Duration
-	hostBinary     string
-	hostArgs       []string // StartHosts' extra flags, for RestartHost
+	// APIGated routes the hosts' API connections through a gate the test
+	// can cut (CutAPI, OpenAPI: apigate.go); set it before StartHosts.
+	APIGated   bool
+	gate       *apiGate
+	hostBinary string
+	hostArgs   []string // StartHosts' extra flags, for RestartHost
 	// controller is the running volume controller, deletes what every
 	// controller of the stack deleted (controller.go).
 	controller controllerRun
@@ -251,12 +255,13 @@ func (s *Stack) NodeToken(node string) string {
 	return tr.Status.Token
 }
 
-// Kubeconfig writes a kubeconfig for the envtest API server that
-// authenticates with token alone, and returns its path.
+// Kubeconfig writes a kubeconfig for the envtest API server (through the
+// API gate when APIGated) that authenticates with token alone, and returns
+// its path.
 func (s *Stack) Kubeconfig(name, token string) string {
 	s.T.Helper()
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: s.Env.Config.Host, CertificateAuthorityData: s.Env.Config.CAData}
+	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: s.gatedServer(), CertificateAuthorityData: s.Env.Config.CAData}
 	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
 	cfg.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: name}
 	cfg.CurrentContext = "envtest"
