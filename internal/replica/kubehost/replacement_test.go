@@ -172,16 +172,16 @@ func (led *ledger) verify(ctx context.Context) {
 }
 
 // healthyUnderWrites starts nodes nodes named nodePrefix-a, -b..., the
-// controller (with the options the test set on fx) and their hosts, makes a
-// 3-replica volume, waits until it is Healthy and starts writing to it: the
-// start every replacement test shares.
-func (fx *fixture) healthyUnderWrites(ctx context.Context, nodePrefix, volume string, nodes int) (*storagev1alpha1.ReplicatedVolume, *ledger) {
+// controller (with the options the test set on fx) and their hosts (with
+// hostArgs), makes a 3-replica volume, waits until it is Healthy and starts
+// writing to it: the start every replacement test shares.
+func (fx *fixture) healthyUnderWrites(ctx context.Context, nodePrefix, volume string, nodes int, hostArgs ...string) (*storagev1alpha1.ReplicatedVolume, *ledger) {
 	fx.t.Helper()
 	for i := range nodes {
 		fx.AddNode(fmt.Sprintf("%s-%c", nodePrefix, 'a'+i))
 	}
 	fx.StartControllerOnFreePorts()
-	fx.StartHosts()
+	fx.StartHosts(hostArgs...)
 	rv := fx.volume(volume, 3)
 	fx.ProvisionClaims(rv.Name, 3)
 	eventually(fx.t, 2*time.Minute, "the volume Healthy", fx.healthy(rv.Name))
