@@ -152,9 +152,9 @@ func TestALostClaimIsReplacedUnderWritesAcrossManagerRestarts(t *testing.T) {
 	rv, led := fx.healthyUnderWrites(ctx, "kh-lost", "khlost", 4, "-trailing-logs", "64", "-rebuild-bandwidth-mib", "1")
 	healthy := fx.healthy(rv.Name)
 	fx.fill(ctx, rv.Name, 4<<20)
-	fx.checkpoint(fx.coordinator(rv.Name))
+	fx.checkpoint(fx.inRole(rv.Name, storagev1alpha1.RoleCoordinator))
 
-	victim := fx.follower(rv.Name)
+	victim := fx.inRole(rv.Name, storagev1alpha1.RoleFollower)
 	claim := fx.loseClaim(victim)
 	lostAt := time.Now()
 
@@ -248,14 +248,7 @@ func TestALostClaimIsReplacedUnderWritesAcrossManagerRestarts(t *testing.T) {
 // replica client.
 func (fx *fixture) fill(ctx context.Context, volumeName string, size int) {
 	fx.t.Helper()
-	cfg, err := fx.clientConfig(volumeName)
-	if err != nil {
-		fx.t.Fatal(err)
-	}
-	c, err := rclient.Dial(ctx, cfg)
-	if err != nil {
-		fx.t.Fatal(err)
-	}
+	c := fx.dial(ctx, volumeName)
 	defer c.Close()
 	f, err := c.Create(ctx, rclient.RootIno, "fill", 0o644, 0, 0)
 	if err != nil {
@@ -270,18 +263,6 @@ func (fx *fixture) fill(ctx context.Context, volumeName string, size int) {
 			fx.t.Fatalf("fill %s: %v", volumeName, err)
 		}
 	}
-}
-
-// coordinator is the volume's replica that reports itself coordinator.
-func (fx *fixture) coordinator(volumeName string) storagev1alpha1.VolumeReplica {
-	fx.t.Helper()
-	for _, vr := range fx.replicas(volumeName) {
-		if vr.Status.Role == storagev1alpha1.RoleCoordinator {
-			return vr
-		}
-	}
-	fx.t.Fatalf("volume %s has no coordinator", volumeName)
-	return storagev1alpha1.VolumeReplica{}
 }
 
 // checkpoint asks vr's host, on its admin socket, for a checkpoint of vr.
@@ -326,7 +307,7 @@ func TestAReplacementThatNeverCatchesUpIsRemadeElsewhereUnderWrites(t *testing.T
 	fx.RebuildTimeout = 15 * time.Second
 	rv, led := fx.healthyUnderWrites(ctx, "kh-stuck", "khstuck", 5)
 
-	victim := fx.follower(rv.Name)
+	victim := fx.inRole(rv.Name, storagev1alpha1.RoleFollower)
 	fx.loseClaim(victim)
 	var first storagev1alpha1.VolumeReplica
 	eventually(t, time.Minute, "a first replacement allocated", func() error {
