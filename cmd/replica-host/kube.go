@@ -37,6 +37,7 @@ type kubeFlags struct {
 	statusInterval, secretRefresh       time.Duration
 	digestQuiet, digestInterval         time.Duration
 	heartbeat, election, lease, commitT time.Duration
+	trailingLogs                        uint64
 }
 
 func (k *kubeFlags) register(fs *flag.FlagSet) {
@@ -57,6 +58,8 @@ func (k *kubeFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&k.election, "election-timeout", 0, "Kubernetes mode: Raft election timeout (0: default)")
 	fs.DurationVar(&k.lease, "leader-lease-timeout", 0, "Kubernetes mode: Raft leader lease (0: default)")
 	fs.DurationVar(&k.commitT, "commit-timeout", 0, "Kubernetes mode: Raft commit timeout (0: default)")
+	fs.Uint64Var(&k.trailingLogs, "trailing-logs", 0,
+		"Kubernetes mode: at most this many journal entries stay behind a checkpoint (0: default); fewer make a new replica rebuild from a checkpoint, through the outbound rebuild bound, sooner")
 }
 
 // defaults fills the node from the downward API's $NODE_NAME when neither
@@ -121,7 +124,8 @@ func (k *kubeFlags) run(ctx context.Context, h *host.Host, log *slog.Logger, sto
 		LocalCSIEndpoint: k.localCSI,
 		StateDir:         k.stateDir, StatusInterval: k.statusInterval, SecretRefresh: k.secretRefresh, Logger: log,
 		DigestQuiet: k.digestQuiet, DigestInterval: k.digestInterval,
-		Timing: replica.Timing{HeartbeatTimeout: k.heartbeat, ElectionTimeout: k.election, LeaderLeaseTimeout: k.lease, CommitTimeout: k.commitT}}
+		Timing: replica.Timing{HeartbeatTimeout: k.heartbeat, ElectionTimeout: k.election, LeaderLeaseTimeout: k.lease, CommitTimeout: k.commitT,
+			TrailingLogs: k.trailingLogs}}
 	go func() {
 		if err := kubehost.Run(ctx, cfg, scheme, h, opts); err != nil {
 			log.Error("Kubernetes mode stopped", "error", err)

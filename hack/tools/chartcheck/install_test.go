@@ -124,11 +124,14 @@ func TestChartInstallsOnARealAPIServerWithSeed002Permissions(t *testing.T) {
 		if _, err := clientset.AppsV1().DaemonSets(storageNamespace).Get(ctx, nodeName, metav1.GetOptions{}); err != nil {
 			t.Errorf("the NODE DaemonSet must be installed in %s: %v", storageNamespace, err)
 		}
-		if _, err := clientset.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, nodeName+"-token-exchange", metav1.GetOptions{}); err != nil {
-			t.Errorf("the NODE token-exchange policy must be installed: %v", err)
-		}
-		if _, err := clientset.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, nodeName+"-token-exchange", metav1.GetOptions{}); err != nil {
-			t.Errorf("the NODE token-exchange policy binding must be installed: %v", err)
+		for _, suffix := range nodePolicies {
+			name := releaseName + suffix
+			if _, err := clientset.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{}); err != nil {
+				t.Errorf("the NODE policy %s must be installed: %v", name, err)
+			}
+			if _, err := clientset.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, name, metav1.GetOptions{}); err != nil {
+				t.Errorf("the NODE policy binding %s must be installed: %v", name, err)
+			}
 		}
 		for _, name := range []string{localDriver, replicatedDriver} {
 			if _, err := clientset.StorageV1().CSIDrivers().Get(ctx, name, metav1.GetOptions{}); err != nil {

@@ -46,9 +46,12 @@ type secretGetter interface {
 type nodeTokens struct {
 	accounts corev1client.ServiceAccountInterface // as the host's own identity
 	name     string                               // cellfleet-node-<node>
-	mu       sync.Mutex
-	token    string
-	renewAt  time.Time
+	// now is the clock renewal is judged by: time.Now, except in tests,
+	// which cannot wait out the API server's ten-minute minimum lifetime.
+	now     func() time.Time
+	mu      sync.Mutex
+	token   string
+	renewAt time.Time
 }
 
 // current returns a token of the per-node ServiceAccount, exchanging the
@@ -56,7 +59,7 @@ type nodeTokens struct {
 func (n *nodeTokens) current(ctx context.Context) (string, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.token != "" && time.Now().Before(n.renewAt) {
+	if n.token != "" && n.now().Before(n.renewAt) {
 		return n.token, nil
 	}
 	secs := int64(NodeTokenLifetime / time.Second)
@@ -65,7 +68,7 @@ func (n *nodeTokens) current(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("exchange the host's token for ServiceAccount %s's: %w", n.name, err)
 	}
-	issued := time.Now()
+	issued := n.now()
 	life := tr.Status.ExpirationTimestamp.Sub(issued)
 	if life <= 0 {
 		return "", fmt.Errorf("token of ServiceAccount %s expires at %s, already past", n.name, tr.Status.ExpirationTimestamp)
@@ -107,11 +110,18 @@ func (b *nodeBearer) RoundTrip(req *http.Request) (*http.Response, error) {
 // nodeSecrets returns the Secrets of namespace as read with the per-node
 // ServiceAccount of node, whose tokens cfg's identity obtains.
 func nodeSecrets(cfg *rest.Config, namespace, node string) (secretGetter, error) {
+	secrets, _, err := nodeSecretsAt(cfg, namespace, node, time.Now)
+	return secrets, err
+}
+
+// nodeSecretsAt is nodeSecrets judging renewal by the clock now, and the
+// tokens it holds.
+func nodeSecretsAt(cfg *rest.Config, namespace, node string, now func() time.Time) (secretGetter, *nodeTokens, error) {
 	own, err := corev1client.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("client of the host's own identity: %w", err)
+		return nil, nil, fmt.Errorf("client of the host's own identity: %w", err)
 	}
-	tokens := &nodeTokens{accounts: own.ServiceAccounts(namespace), name: storagev1alpha1.NodeCredentialsName(node)}
+	tokens := &nodeTokens{accounts: own.ServiceAccounts(namespace), name: storagev1alpha1.NodeCredentialsName(node), now: now}
 	// No credential of the host's own goes with these requests: only the
 	// per-node token, so a missing grant shows as a 403 here rather than
 	// being covered by the host's identity.
@@ -119,7 +129,7 @@ func nodeSecrets(cfg *rest.Config, namespace, node string) (secretGetter, error)
 	per.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &nodeBearer{tokens: tokens, next: rt} })
 	c, err := corev1client.NewForConfig(per)
 	if err != nil {
-		return nil, fmt.Errorf("client of ServiceAccount %s: %w", tokens.name, err)
+		return nil, nil, fmt.Errorf("client of ServiceAccount %s: %w", tokens.name, err)
 	}
-	return c.Secrets(namespace), nil
+	return c.Secrets(namespace), tokens, nil
 }

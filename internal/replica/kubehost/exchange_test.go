@@ -7,8 +7,11 @@ package kubehost_test
 // writes.
 
 import (
+	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +27,7 @@ import (
 
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 	"github.com/cellfleet/cellfleet/internal/controller/volume"
+	"github.com/cellfleet/cellfleet/internal/replica/kubehost"
 	"github.com/cellfleet/cellfleet/internal/testenv"
 	"github.com/cellfleet/cellfleet/internal/testenv/nodestack"
 )
@@ -34,6 +38,16 @@ func asToken(t *testing.T, token string) *kubernetes.Clientset {
 	cfg := rest.AnonymousClientConfig(env.Config)
 	cfg.BearerToken = token
 	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// adminClientset is a clientset with the test's administrator credentials.
+func adminClientset(t *testing.T) *kubernetes.Clientset {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +115,35 @@ func asManager(t *testing.T) client.Client {
 	return c
 }
 
+// keepNodeCredentials runs the real volume controller's per-node
+// credentials reconcile for nodes, as the manager's ServiceAccount with the
+// generated volume roles (the API server's escalation check must let it
+// grant get on Secrets it may read itself), and returns a function that
+// runs it again, as the controller does on every VolumeReplica change.
+func keepNodeCredentials(t *testing.T, s *nodestack.Stack, nodes ...string) (again func()) {
+	t.Helper()
+	r, err := volume.New(asManager(t), env.Scheme, volume.Options{Namespace: s.NS, ManagerNamespace: s.ManagerNS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := r.NodeCredentials()
+	again = func() {
+		t.Helper()
+		for _, n := range nodes {
+			if _, err := creds.Reconcile(t.Context(), ctrl.Request{NamespacedName: types.NamespacedName{Name: n}}); err != nil {
+				t.Fatalf("per-node credentials of %s: %v", n, err)
+			}
+		}
+	}
+	again()
+	t.Cleanup(func() {
+		for _, n := range nodes {
+			_ = env.Client.Delete(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: s.NS, Name: storagev1alpha1.NodeCredentialsName(n)}})
+		}
+	})
+	return again
+}
+
 func isDenied(err error) bool { return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) }
 
 func TestNodeTokenExchangeIsBoundToTheCallersNode(t *testing.T) {
@@ -108,24 +151,7 @@ func TestNodeTokenExchangeIsBoundToTheCallersNode(t *testing.T) {
 	a, b := s.AddNode("kh-xchg-a"), s.AddNode("kh-xchg-b")
 	replicaOn(t, s, "xchg-r0", a.Name)
 	replicaOn(t, s, "xchg-r1", b.Name)
-	// The controller runs as the manager's ServiceAccount with the generated
-	// volume roles: the API server's escalation check must let it grant get
-	// on Secrets it may read itself.
-	r, err := volume.New(asManager(t), env.Scheme, volume.Options{Namespace: s.NS, ManagerNamespace: s.ManagerNS})
-	if err != nil {
-		t.Fatal(err)
-	}
-	creds := r.NodeCredentials()
-	for _, n := range []string{a.Name, b.Name} {
-		if _, err := creds.Reconcile(t.Context(), ctrl.Request{NamespacedName: types.NamespacedName{Name: n}}); err != nil {
-			t.Fatalf("per-node credentials of %s: %v", n, err)
-		}
-	}
-	t.Cleanup(func() {
-		for _, n := range []string{a.Name, b.Name} {
-			_ = env.Client.Delete(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: s.NS, Name: storagev1alpha1.NodeCredentialsName(n)}})
-		}
-	})
+	keepNodeCredentials(t, s, a.Name, b.Name)
 	saA, saB := storagev1alpha1.NodeCredentialsName(a.Name), storagev1alpha1.NodeCredentialsName(b.Name)
 	onA := asToken(t, s.NodeToken(a.Name))
 
@@ -163,11 +189,7 @@ func TestNodeTokenExchangeIsBoundToTheCallersNode(t *testing.T) {
 	}
 
 	// A token of the NODE ServiceAccount bound to no Pod carries no node.
-	admin, err := kubernetes.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unbound, err := exchange(t, admin, s.NS, nodestack.NodeServiceAccount, 3600)
+	unbound, err := exchange(t, adminClientset(t), s.NS, nodestack.NodeServiceAccount, 3600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,5 +207,111 @@ func TestNodeTokenExchangeIsBoundToTheCallersNode(t *testing.T) {
 				t.Errorf("the NODE ServiceAccount read Secret %s: err = %v, want 403", name, err)
 			}
 		}
+	}
+}
+
+// testClock is the clock the exchange judges renewal by, moved by the test:
+// the API server issues tokens of at least ten minutes.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// hostSecretReader is the host's Secret reader on node, authenticated by a
+// token bound to the node's Pod, judging renewal by clock.
+func hostSecretReader(t *testing.T, s *nodestack.Stack, node string, clock *testClock) *kubehost.NodeSecretReader {
+	t.Helper()
+	cfg := rest.AnonymousClientConfig(env.Config)
+	cfg.BearerToken = s.NodeToken(node)
+	r, err := kubehost.NewNodeSecretReader(cfg, s.NS, node, clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// readsItsReplicasSecret fails the test unless r reads replica's Secret.
+func readsItsReplicasSecret(t *testing.T, r *kubehost.NodeSecretReader, replica, when string) {
+	t.Helper()
+	sec, err := r.Get(t.Context(), replica+"-tls")
+	if err != nil || string(sec.Data[storagev1alpha1.SecretKeyKey]) != "key of "+replica {
+		t.Fatalf("%s, the host reads its replica's Secret %s-tls: err = %v", when, replica, err)
+	}
+}
+
+func TestNodeTokenIsExchangedAgainOnlyOnceMostOfItsLifetimeHasPassed(t *testing.T) {
+	s := nodestack.New(t, env, hostBinary, "kh-renew-system")
+	a := s.AddNode("kh-renew-a")
+	replicaOn(t, s, "renew-r0", a.Name)
+	keepNodeCredentials(t, s, a.Name)
+	clock := &testClock{now: time.Now()}
+	r := hostSecretReader(t, s, a.Name, clock)
+
+	readsItsReplicasSecret(t, r, "renew-r0", "first")
+	first := r.HeldToken()
+	if first == "" {
+		t.Fatal("the host holds no per-node token after a read")
+	}
+	clock.Advance(kubehost.NodeTokenLifetime * 3 / 4)
+	readsItsReplicasSecret(t, r, "renew-r0", "at 75% of the token's lifetime")
+	if r.HeldToken() != first {
+		t.Errorf("the host exchanged its per-node token at 75%% of its lifetime, want it kept until 80%%")
+	}
+	clock.Advance(kubehost.NodeTokenLifetime / 10)
+	readsItsReplicasSecret(t, r, "renew-r0", "at 85% of the token's lifetime")
+	if r.HeldToken() == first {
+		t.Errorf("the host still presents the token it exchanged first at 85%% of its lifetime, want a new one once 80%% has passed")
+	}
+}
+
+func TestNodeTokenRefusedByTheAPIServerIsExchangedAnewOnTheNextRead(t *testing.T) {
+	s := nodestack.New(t, env, hostBinary, "kh-refused-system")
+	a := s.AddNode("kh-refused-a")
+	replicaOn(t, s, "refused-r0", a.Name)
+	again := keepNodeCredentials(t, s, a.Name)
+	r := hostSecretReader(t, s, a.Name, &testClock{now: time.Now()})
+	readsItsReplicasSecret(t, r, "refused-r0", "before its ServiceAccount is made again")
+	first := r.HeldToken()
+
+	// Deleting the per-node ServiceAccount invalidates every token issued
+	// for it; the controller makes it again at the same name, so the held
+	// token, far from due, is refused (401) by the API server.
+	sa := &corev1.ServiceAccount{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: s.NS, Name: storagev1alpha1.NodeCredentialsName(a.Name)}, sa); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(t.Context(), sa, client.Preconditions{UID: &sa.UID}); err != nil {
+		t.Fatal(err)
+	}
+	nodestack.Eventually(t, 30*time.Second, "the API server refuses the token of the deleted ServiceAccount", func() error {
+		if _, err := asToken(t, first).CoreV1().Secrets(s.NS).Get(t.Context(), "refused-r0-tls", metav1.GetOptions{}); !apierrors.IsUnauthorized(err) {
+			return fmt.Errorf("err = %v, want 401", err)
+		}
+		return nil
+	})
+	again()
+	if _, err := r.Get(t.Context(), "refused-r0-tls"); !apierrors.IsUnauthorized(err) {
+		t.Fatalf("the first read after the ServiceAccount was made again: err = %v, want 401 for the held token", err)
+	}
+	// The next read exchanges anew (the new ServiceAccount reaches the API
+	// server's authenticator through its informer, hence the deadline).
+	nodestack.Eventually(t, 30*time.Second, "the host reads its replica's Secret again after a 401", func() error {
+		_, err := r.Get(t.Context(), "refused-r0-tls")
+		return err
+	})
+	if r.HeldToken() == first {
+		t.Errorf("the host reads with the token the API server refused")
 	}
 }

@@ -4,13 +4,22 @@ package kubehost_test
 // and host stay, replaced with real hosts under continuous writes, and the
 // volume controller (the manager) stopped and started again at each step of
 // the replacement: after the allocation, once the add is requested, while
-// the new replica catches up, after the removal. envtest runs no PV
+// the new replica catches up, after the removal. The catch-up is made long
+// enough to restart in (a checkpoint of 4 MiB through the host's 1 MiB/s
+// outbound rebuild bound), and the test fails unless that restart came
+// while the status said the replacement was rebuilding and the rebuild
+// outlasted it. envtest runs no PV
 // controller, so the test deletes the PV and sets the claim's phase Lost as
 // that controller would.
 
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,14 +28,51 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
+	"github.com/cellfleet/cellfleet/internal/replica"
+	rclient "github.com/cellfleet/cellfleet/internal/replica/client"
+	"github.com/cellfleet/cellfleet/internal/replica/host"
 )
 
 // replacementStep is an observable point of a replacement at which the
 // manager is restarted.
 type replacementStep struct {
 	name    string
-	reached func(vrs []storagev1alpha1.VolumeReplica) bool
+	reached func(rv *storagev1alpha1.ReplicatedVolume, vrs []storagev1alpha1.VolumeReplica) bool
 }
+
+// rebuilding is whether the volume's status says its replacement is not
+// caught up yet: the coordinator's host reported the add refused while the
+// new replica catches up as a non-voter (replica.ErrCatchingUp: the
+// rebuild proper), or the replica is a member and still rebuilds.
+func rebuilding(rv *storagev1alpha1.ReplicatedVolume) bool {
+	c := meta.FindStatusCondition(rv.Status.Conditions, storagev1alpha1.VolumeReplacing.String())
+	if c == nil {
+		return false
+	}
+	catchingUp := c.Reason == storagev1alpha1.ReasonAddingReplica.String() && strings.Contains(c.Message, replica.ErrCatchingUp.Error())
+	return catchingUp || c.Reason == storagev1alpha1.ReasonRebuildingReplica.String()
+}
+
+// addSucceeded is whether a coordinator's host reports the add of the
+// replacement of victim committed.
+func addSucceeded(vrs []storagev1alpha1.VolumeReplica, victim string) bool {
+	for _, r := range vrs {
+		if r.Spec.Replaces != victim {
+			continue
+		}
+		for _, vr := range vrs {
+			if o := vr.Status.Membership; o != nil && o.Operation == storagev1alpha1.MembershipAdd && o.Member == r.Name &&
+				o.Result == storagev1alpha1.MembershipSucceeded {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// stepRebuild is the name of the restart made while the replacement
+// rebuilds.
+const stepRebuild = "during the rebuild"
 
 func replacementSteps(victim string) []replacementStep {
 	repl := func(vrs []storagev1alpha1.VolumeReplica) *storagev1alpha1.VolumeReplica {
@@ -54,16 +100,18 @@ func replacementSteps(victim string) []replacementStep {
 		return false
 	}
 	return []replacementStep{
-		{"after allocate", func(vrs []storagev1alpha1.VolumeReplica) bool { return repl(vrs) != nil }},
-		{"after the add is requested", func(vrs []storagev1alpha1.VolumeReplica) bool {
+		{"after allocate", func(_ *storagev1alpha1.ReplicatedVolume, vrs []storagev1alpha1.VolumeReplica) bool {
+			return repl(vrs) != nil
+		}},
+		{"after the add is requested", func(_ *storagev1alpha1.ReplicatedVolume, vrs []storagev1alpha1.VolumeReplica) bool {
 			r := repl(vrs)
 			return r != nil && requested(vrs, storagev1alpha1.MembershipAdd, r.Name)
 		}},
-		{"during the rebuild", func(vrs []storagev1alpha1.VolumeReplica) bool {
+		{stepRebuild, func(rv *storagev1alpha1.ReplicatedVolume, vrs []storagev1alpha1.VolumeReplica) bool {
 			r := repl(vrs)
-			return r != nil && r.Status.Role != "" && r.Status.Role != storagev1alpha1.RoleStopped
+			return r != nil && rebuilding(rv)
 		}},
-		{"after remove", func(vrs []storagev1alpha1.VolumeReplica) bool {
+		{"after remove", func(_ *storagev1alpha1.ReplicatedVolume, vrs []storagev1alpha1.VolumeReplica) bool {
 			return reported(vrs, storagev1alpha1.MembershipRemove, victim)
 		}},
 	}
@@ -97,21 +145,39 @@ func TestALostClaimIsReplacedUnderWritesAcrossManagerRestarts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
 	defer cancel()
 	fx.ctx = ctx
-	rv, led := fx.healthyUnderWrites(ctx, "kh-lost", "khlost", 4)
+	// A rebuild long enough to restart the manager in: 4 MiB of data,
+	// checkpointed on the coordinator, whose journal then keeps only the last
+	// 64 entries, so the replacement rebuilds from that checkpoint through
+	// the coordinator's host's outbound rebuild bound of 1 MiB/s (over 3 s).
+	rv, led := fx.healthyUnderWrites(ctx, "kh-lost", "khlost", 4, "-trailing-logs", "64", "-rebuild-bandwidth-mib", "1")
 	healthy := fx.healthy(rv.Name)
+	fx.fill(ctx, rv.Name, 4<<20)
+	fx.checkpoint(fx.inRole(rv.Name, storagev1alpha1.RoleCoordinator))
 
-	victim := fx.follower(rv.Name)
+	victim := fx.inRole(rv.Name, storagev1alpha1.RoleFollower)
 	claim := fx.loseClaim(victim)
 	lostAt := time.Now()
 
 	// Restart the manager once at each step it reaches.
 	steps := replacementSteps(victim.Name)
-	provisioned := false
+	provisioned, restartedRebuilding, lastReplacing := false, false, ""
 	eventually(t, 4*time.Minute, "the volume Healthy again, the lost replica gone", func() error {
 		vrs := fx.replicas(rv.Name)
-		for len(steps) > 0 && steps[0].reached(vrs) {
+		if c := meta.FindStatusCondition(fx.getVolume(rv.Name).Status.Conditions, storagev1alpha1.VolumeReplacing.String()); c != nil && c.Message != lastReplacing {
+			lastReplacing = c.Message
+			t.Logf("%s: Replacing %s: %s", time.Since(lostAt).Round(time.Millisecond), c.Reason, c.Message)
+		}
+		for len(steps) > 0 && steps[0].reached(fx.getVolume(rv.Name), vrs) {
 			t.Logf("manager restarted %s (%s after the loss)", steps[0].name, time.Since(lostAt).Round(time.Millisecond))
 			fx.RestartController()
+			if steps[0].name == stepRebuild {
+				// The rebuild outlasted the restart: once the manager is
+				// back, the coordinator's host (not the manager) still
+				// reports no completed add of the replacement, which it
+				// completes only once the replacement caught up.
+				restartedRebuilding = !addSucceeded(fx.replicas(rv.Name), victim.Name)
+				t.Logf("manager back; the replacement's add completed: %t", !restartedRebuilding)
+			}
 			steps = steps[1:]
 		}
 		if !provisioned && len(vrs) == 4 {
@@ -170,8 +236,51 @@ func TestALostClaimIsReplacedUnderWritesAcrossManagerRestarts(t *testing.T) {
 			t.Errorf("%s", d)
 		}
 	}
+	if !restartedRebuilding {
+		t.Errorf("the manager was not restarted while the replacement rebuilt (restarts not reached: %d)", len(steps))
+	}
 	if len(steps) > 0 {
 		t.Logf("steps passed before a restart could be made there: %d (the first: %s)", len(steps), steps[0].name)
+	}
+}
+
+// fill writes size bytes to a new file of the volume through the real
+// replica client.
+func (fx *fixture) fill(ctx context.Context, volumeName string, size int) {
+	fx.t.Helper()
+	c := fx.dial(ctx, volumeName)
+	defer c.Close()
+	f, err := c.Create(ctx, rclient.RootIno, "fill", 0o644, 0, 0)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	chunk := make([]byte, 64<<10)
+	for k := 0; k < size/len(chunk); k++ {
+		for i := range chunk {
+			chunk[i] = byte(k + i)
+		}
+		if _, _, err := c.Append(ctx, f.Ino, chunk); err != nil {
+			fx.t.Fatalf("fill %s: %v", volumeName, err)
+		}
+	}
+}
+
+// checkpoint asks vr's host, on its admin socket, for a checkpoint of vr.
+func (fx *fixture) checkpoint(vr storagev1alpha1.VolumeReplica) {
+	fx.t.Helper()
+	sock := filepath.Join(fx.Dir, vr.Spec.Node, "host-state", host.AdminSocketName)
+	hc := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}}}
+	resp, err := hc.Post(fmt.Sprintf("http://host/v1/workers/%s/%s/checkpoint", vr.Spec.VolumeName, vr.Name), "application/json", nil)
+	if err != nil {
+		fx.t.Fatalf("checkpoint %s: %v", vr.Name, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		b, _ := io.ReadAll(resp.Body)
+		fx.t.Fatalf("checkpoint %s: %d %s", vr.Name, resp.StatusCode, b)
 	}
 }
 
@@ -198,7 +307,7 @@ func TestAReplacementThatNeverCatchesUpIsRemadeElsewhereUnderWrites(t *testing.T
 	fx.RebuildTimeout = 15 * time.Second
 	rv, led := fx.healthyUnderWrites(ctx, "kh-stuck", "khstuck", 5)
 
-	victim := fx.follower(rv.Name)
+	victim := fx.inRole(rv.Name, storagev1alpha1.RoleFollower)
 	fx.loseClaim(victim)
 	var first storagev1alpha1.VolumeReplica
 	eventually(t, time.Minute, "a first replacement allocated", func() error {

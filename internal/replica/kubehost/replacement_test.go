@@ -55,6 +55,20 @@ func (fx *fixture) clientConfig(volumeName string) (rclient.Config, error) {
 	return cfg, nil
 }
 
+// dial connects the real replica client to the volume's current replicas.
+func (fx *fixture) dial(ctx context.Context, volumeName string) *rclient.Client {
+	fx.t.Helper()
+	cfg, err := fx.clientConfig(volumeName)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	c, err := rclient.Dial(ctx, cfg)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	return c
+}
+
 func (fx *fixture) getVolume(name string) *storagev1alpha1.ReplicatedVolume {
 	fx.t.Helper()
 	rv := &storagev1alpha1.ReplicatedVolume{}
@@ -81,14 +95,7 @@ type ledger struct {
 // loses its coordinator dials the volume's current replicas again.
 func (fx *fixture) startWrites(ctx context.Context, volumeName string) *ledger {
 	fx.t.Helper()
-	cfg, err := fx.clientConfig(volumeName)
-	if err != nil {
-		fx.t.Fatal(err)
-	}
-	c, err := rclient.Dial(ctx, cfg)
-	if err != nil {
-		fx.t.Fatal(err)
-	}
+	c := fx.dial(ctx, volumeName)
 	f, err := c.Create(ctx, rclient.RootIno, "ledger", 0o644, 0, 0)
 	if err != nil {
 		fx.t.Fatal(err)
@@ -145,14 +152,7 @@ func (led *ledger) verify(ctx context.Context) {
 	t.Helper()
 	close(led.stop)
 	led.wg.Wait()
-	cfg, err := led.fx.clientConfig(led.volume)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := rclient.Dial(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := led.fx.dial(ctx, led.volume)
 	defer c.Close()
 	led.mu.Lock()
 	defer led.mu.Unlock()
@@ -172,16 +172,16 @@ func (led *ledger) verify(ctx context.Context) {
 }
 
 // healthyUnderWrites starts nodes nodes named nodePrefix-a, -b..., the
-// controller (with the options the test set on fx) and their hosts, makes a
-// 3-replica volume, waits until it is Healthy and starts writing to it: the
-// start every replacement test shares.
-func (fx *fixture) healthyUnderWrites(ctx context.Context, nodePrefix, volume string, nodes int) (*storagev1alpha1.ReplicatedVolume, *ledger) {
+// controller (with the options the test set on fx) and their hosts (with
+// hostArgs), makes a 3-replica volume, waits until it is Healthy and starts
+// writing to it: the start every replacement test shares.
+func (fx *fixture) healthyUnderWrites(ctx context.Context, nodePrefix, volume string, nodes int, hostArgs ...string) (*storagev1alpha1.ReplicatedVolume, *ledger) {
 	fx.t.Helper()
 	for i := range nodes {
 		fx.AddNode(fmt.Sprintf("%s-%c", nodePrefix, 'a'+i))
 	}
 	fx.StartControllerOnFreePorts()
-	fx.StartHosts()
+	fx.StartHosts(hostArgs...)
 	rv := fx.volume(volume, 3)
 	fx.ProvisionClaims(rv.Name, 3)
 	eventually(fx.t, 2*time.Minute, "the volume Healthy", fx.healthy(rv.Name))
@@ -200,15 +200,15 @@ func (fx *fixture) healthy(volumeName string) func() error {
 	}
 }
 
-// follower is a replica of the volume that reports itself a follower.
-func (fx *fixture) follower(volumeName string) storagev1alpha1.VolumeReplica {
+// inRole is a replica of the volume that reports role.
+func (fx *fixture) inRole(volumeName string, role storagev1alpha1.ReplicaRole) storagev1alpha1.VolumeReplica {
 	fx.t.Helper()
 	for _, vr := range fx.replicas(volumeName) {
-		if vr.Status.Role == storagev1alpha1.RoleFollower {
+		if vr.Status.Role == role {
 			return vr
 		}
 	}
-	fx.t.Fatalf("volume %s has no follower", volumeName)
+	fx.t.Fatalf("volume %s has no replica in role %s", volumeName, role)
 	return storagev1alpha1.VolumeReplica{}
 }
 
@@ -222,7 +222,7 @@ func TestAGoneNodesReplicaIsReplacedUnderWrites(t *testing.T) {
 	healthy := fx.healthy(rv.Name)
 
 	// Kill a follower's host and declare its node gone.
-	victim := fx.follower(rv.Name)
+	victim := fx.inRole(rv.Name, storagev1alpha1.RoleFollower)
 	for _, n := range fx.Nodes {
 		if n.Name == victim.Spec.Node {
 			if err := n.Proc.Process.Kill(); err != nil {

@@ -110,8 +110,12 @@ type Stack struct {
 	// RebuildTimeout is the controller's --replica-rebuild-timeout (zero:
 	// its default); tests set it below the flag's minimum.
 	RebuildTimeout time.Duration
-	hostBinary     string
-	hostArgs       []string // StartHosts' extra flags, for RestartHost
+	// APIGated routes the hosts' API connections through a gate the test
+	// can cut (CutAPI, OpenAPI: apigate.go); set it before StartHosts.
+	APIGated   bool
+	gate       *apiGate
+	hostBinary string
+	hostArgs   []string // StartHosts' extra flags, for RestartHost
 	// controller is the running volume controller, deletes what every
 	// controller of the stack deleted (controller.go).
 	controller controllerRun
@@ -146,10 +150,12 @@ func New(t *testing.T, env *testenv.Env, hostBinary, managerNS string) *Stack {
 		filepath.Join("config", "rbac", "replica-host", "role.yaml"),
 		filepath.Join("config", "rbac", "replica-host", "role_binding.yaml"),
 		filepath.Join("config", "rbac", "replica-host", "cluster_role_binding.yaml"),
-		// The NODE ServiceAccount and the policy admitting its token
-		// exchange only for its own node's ServiceAccount (exchange.go).
+		// The NODE ServiceAccount, the policy admitting its token
+		// exchange only for its own node's ServiceAccount (exchange.go)
+		// and the one admitting its writes only of its own node's objects.
 		filepath.Join("config", "node", "serviceaccount.yaml"),
 		filepath.Join("config", "node", "token-exchange-policy.yaml"),
+		filepath.Join("config", "node", "node-write-policy.yaml"),
 	}
 	for _, f := range manifests {
 		if err := env.ApplyFile(ctx, filepath.Join(testenv.RepoRoot(), f)); err != nil {
@@ -249,12 +255,13 @@ func (s *Stack) NodeToken(node string) string {
 	return tr.Status.Token
 }
 
-// Kubeconfig writes a kubeconfig for the envtest API server that
-// authenticates with token alone, and returns its path.
+// Kubeconfig writes a kubeconfig for the envtest API server (through the
+// API gate when APIGated) that authenticates with token alone, and returns
+// its path.
 func (s *Stack) Kubeconfig(name, token string) string {
 	s.T.Helper()
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: s.Env.Config.Host, CertificateAuthorityData: s.Env.Config.CAData}
+	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: s.gatedServer(), CertificateAuthorityData: s.Env.Config.CAData}
 	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
 	cfg.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: name}
 	cfg.CurrentContext = "envtest"
