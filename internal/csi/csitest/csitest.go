@@ -62,7 +62,24 @@ func Serve(t testing.TB, dir string, svc server.Services) string {
 			t.Errorf("CSI server: %v", err)
 		}
 	})
-	return socket
+	// The server listens in its goroutine: a client that dials before the
+	// socket exists fails its first call at once (gRPC does not wait for a
+	// unix socket to appear), so hand the path out only once it is there.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(socket); err == nil {
+			return socket
+		}
+		select {
+		case err := <-done:
+			done <- err // the cleanup reads it again
+			t.Fatalf("CSI server on %s stopped before it listened: %v", socket, err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("CSI server: %s not listening within 30s", socket)
+		}
+	}
 }
 
 // Dial connects to a CSI socket.
