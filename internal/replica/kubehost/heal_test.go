@@ -24,6 +24,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -132,6 +133,20 @@ func (fx *fixture) loseClaim(vr storagev1alpha1.VolumeReplica) *corev1.Persisten
 	if err := env.Client.Delete(fx.ctx, pv); err != nil {
 		fx.t.Fatal(err)
 	}
+	// envtest runs no PV protection controller: drop kubernetes.io/pv-protection
+	// as it would, so the PV is really gone from the API, as on a cluster.
+	if err := env.Client.Get(fx.ctx, client.ObjectKeyFromObject(pv), pv); err == nil && len(pv.Finalizers) > 0 {
+		pv.Finalizers = nil
+		if err := env.Client.Update(fx.ctx, pv); err != nil && !apierrors.IsNotFound(err) {
+			fx.t.Fatal(err)
+		}
+	}
+	eventually(fx.t, time.Minute, "the lost PV gone from the API", func() error {
+		if err := env.Client.Get(fx.ctx, client.ObjectKeyFromObject(pv), &corev1.PersistentVolume{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("PV %s: %v", pv.Name, err)
+		}
+		return nil
+	})
 	claim.Status.Phase = corev1.ClaimLost
 	if err := env.Client.Status().Update(fx.ctx, claim); err != nil {
 		fx.t.Fatal(err)

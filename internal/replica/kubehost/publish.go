@@ -113,6 +113,9 @@ func (a *Agent) publish(ctx context.Context, vr *storagev1alpha1.VolumeReplica, 
 		vc = map[string]string{}
 	}
 	vc[local.HolderContextKey] = holder(vr)
+	if err := a.rememberPublication(publishedVolume{PV: pv.Name, VolumeID: pv.Spec.CSI.VolumeHandle, Replica: vr.Name}); err != nil {
+		return "", err
+	}
 	cctx, cancel := context.WithTimeout(ctx, csiCallTimeout)
 	defer cancel()
 	_, err = a.local.node.NodePublishVolume(cctx, &csi.NodePublishVolumeRequest{
@@ -137,36 +140,51 @@ func publishReason(err error) storagev1alpha1.ConditionReason {
 
 // unpublish asks the local driver to unpublish the claim's PV from the
 // consumer root. Called only after the replica's worker closed. A claim
-// that is gone or not this replica's has nothing of ours to unpublish; a
-// PV that is gone while its target is still mounted is an error (the
-// volume ID is unknown, so the storage stays published and preserved).
+// that is gone or not this replica's has nothing of ours to unpublish. The
+// volume ID comes from the PV, or, once the PV is gone from the API (a lost
+// backing volume), from the host's own publication record (published.go); a
+// target still mounted with neither is an error, so the storage stays
+// published and preserved.
 func (a *Agent) unpublish(ctx context.Context, vr *storagev1alpha1.VolumeReplica, claim *corev1.PersistentVolumeClaim) error {
 	if claim == nil || claim.Spec.VolumeName == "" {
 		return nil
 	}
-	target := filepath.Join(a.opts.ConsumerRoot, claim.Spec.VolumeName)
+	pvName := claim.Spec.VolumeName
+	target := filepath.Join(a.opts.ConsumerRoot, pvName)
+	rec, recorded, err := a.recalledPublication(pvName)
+	if err != nil {
+		return err
+	}
+	volumeID := rec.VolumeID
 	pv := &corev1.PersistentVolume{}
-	err := a.reader.Get(ctx, client.ObjectKey{Name: claim.Spec.VolumeName}, pv)
+	err = a.reader.Get(ctx, client.ObjectKey{Name: pvName}, pv)
 	switch {
+	case apierrors.IsNotFound(err) && recorded:
+		a.log.Info("backing volume gone from the API: unpublishing it by the host's record", "replica", vr.Name, "pv", pvName, "volumeID", volumeID)
 	case apierrors.IsNotFound(err):
 		if mounted, merr := mountpath.IsMountPoint(mountpath.SelfMountInfo, target); merr != nil || mounted {
-			return fmt.Errorf("backing volume %s is gone from the API but still published at %s (%v): its volume ID is unknown, left published",
-				claim.Spec.VolumeName, target, merr)
+			return fmt.Errorf("backing volume %s is gone from the API and the host has no record of its publication, but it is still published at %s (%v): its volume ID is unknown, left published",
+				pvName, target, merr)
 		}
 		return nil
 	case err != nil:
-		return fmt.Errorf("read backing volume %s to unpublish it: %w", claim.Spec.VolumeName, err)
+		return fmt.Errorf("read backing volume %s to unpublish it: %w", pvName, err)
 	case pv.Spec.CSI == nil || pv.Spec.CSI.Driver != local.DriverName:
 		return nil // never published by this host (refused at publication)
+	default:
+		volumeID = pv.Spec.CSI.VolumeHandle
 	}
 	cctx, cancel := context.WithTimeout(ctx, csiCallTimeout)
 	defer cancel()
 	if _, err := a.local.node.NodeUnpublishVolume(cctx, &csi.NodeUnpublishVolumeRequest{
-		VolumeId: pv.Spec.CSI.VolumeHandle, TargetPath: target,
+		VolumeId: volumeID, TargetPath: target,
 	}); err != nil {
-		return fmt.Errorf("local driver NodeUnpublishVolume of %s (volume %s) at %s: %w", pv.Name, pv.Spec.CSI.VolumeHandle, target, err)
+		return fmt.Errorf("local driver NodeUnpublishVolume of %s (volume %s) at %s: %w", pvName, volumeID, target, err)
 	}
-	a.log.Info("backing volume unpublished", "replica", vr.Name, "pv", pv.Name, "volumeID", pv.Spec.CSI.VolumeHandle, "target", target)
+	if err := a.forgetPublication(pvName); err != nil {
+		return err
+	}
+	a.log.Info("backing volume unpublished", "replica", vr.Name, "pv", pvName, "volumeID", volumeID, "target", target)
 	return nil
 }
 

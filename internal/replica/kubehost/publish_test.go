@@ -227,3 +227,38 @@ func containsAll(s string, parts ...string) bool {
 	}
 	return true
 }
+
+// A replica whose backing PV was deleted from the API while it ran (a lost
+// backing volume) is still unpublished on release: the host takes the local
+// driver's volume ID from its own publication record, so it acknowledges
+// the release and the manager can reclaim the claim. Without the record it
+// left the volume published and never acknowledged (found on the cluster).
+func TestAHostUnpublishesABackingVolumeWhosePVIsGoneAndAcknowledges(t *testing.T) {
+	fx := newFixture(t)
+	fx.AddNode("kh-pvgone-a")
+	fx.StartControllerOnFreePorts()
+	fx.StartHosts()
+	rv := fx.volume("khpvgone", 1)
+	fx.ProvisionClaims(rv.Name, 1)
+	fx.waitReady(rv.Name)
+	published := fx.checkPublished(rv.Name)
+	vr := fx.replicas(rv.Name)[0]
+	claim := fx.loseClaim(vr)
+
+	acks := fx.watchAcks(rv.Name)
+	if err := env.Client.Delete(fx.ctx, rv); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "the release of the replica whose PV is gone acknowledged", func() error {
+		if got := acks()[vr.Name]; got != string(claim.UID) {
+			cur := fx.replicas(rv.Name)
+			if len(cur) == 1 {
+				return fmt.Errorf("acknowledgement %q; Released %+v", got,
+					meta.FindStatusCondition(cur[0].Status.Conditions, storagev1alpha1.ReplicaReleased.String()))
+			}
+			return fmt.Errorf("acknowledgement %q, want the claim's UID %s", got, claim.UID)
+		}
+		return nil
+	})
+	fx.checkUnpublished(published)
+}

@@ -1,0 +1,89 @@
+package kubehost
+
+// The host's own record of each publication it asked for (seed 003: "The
+// host retains PVC/PV/node identity ... on persistent host storage"). The
+// local driver's volume ID is read from the PersistentVolume at publication;
+// a PV deleted while its replica runs (a lost backing volume, which the
+// volume controller replaces) takes that ID with it, and without a copy the
+// host could never ask for the unpublication, so it would never acknowledge
+// the release and the lost replica would never be retired. The record is
+// written durably before NodePublishVolume, so a publication never exists
+// without it, and removed only after NodeUnpublishVolume succeeded.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/cellfleet/cellfleet/internal/durable"
+)
+
+// publishedDir is the directory, beneath the host's state dir, of the
+// publication records: one <PV name>.json each.
+const publishedDir = "publications"
+
+// publishedVolume is one publication the host asked the local driver for.
+type publishedVolume struct {
+	PV       string `json:"pv"`
+	VolumeID string `json:"volumeID"`
+	Replica  string `json:"replica"`
+}
+
+// publishedPath is the record of PV pv. PV names are DNS subdomains; anything
+// else (a path separator, say) is refused rather than written.
+func (a *Agent) publishedPath(pv string) (string, error) {
+	if errs := validation.IsDNS1123Subdomain(pv); len(errs) > 0 {
+		return "", fmt.Errorf("backing volume name %q: %v", pv, errs)
+	}
+	return filepath.Join(a.opts.StateDir, publishedDir, pv+".json"), nil
+}
+
+// rememberPublication durably records rec before its publication is asked for.
+func (a *Agent) rememberPublication(rec publishedVolume) error {
+	path, err := a.publishedPath(rec.PV)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("create the host's publication records: %w", err)
+		}
+		// The directory's own entry must be durable before a record in it.
+		if err := durable.SyncDir(filepath.Dir(dir)); err != nil {
+			return fmt.Errorf("create the host's publication records: %w", err)
+		}
+	}
+	if err := durable.WriteJSON(path, rec); err != nil {
+		return fmt.Errorf("record the publication of %s (volume %s): %w", rec.PV, rec.VolumeID, err)
+	}
+	return nil
+}
+
+// recalledPublication returns the record of pv, found=false when the host
+// never asked to publish it (or already unpublished it).
+func (a *Agent) recalledPublication(pv string) (rec publishedVolume, found bool, err error) {
+	path, err := a.publishedPath(pv)
+	if err != nil {
+		return rec, false, err
+	}
+	found, err = durable.ReadJSON(path, &rec)
+	if err != nil {
+		return rec, found, fmt.Errorf("the host's publication record of %s: %w", pv, err)
+	}
+	return rec, found, nil
+}
+
+// forgetPublication removes pv's record once its unpublication succeeded.
+func (a *Agent) forgetPublication(pv string) error {
+	path, err := a.publishedPath(pv)
+	if err != nil {
+		return err
+	}
+	if err := durable.RemoveFile(path); err != nil {
+		return fmt.Errorf("remove the host's publication record of %s: %w", pv, err)
+	}
+	return nil
+}
