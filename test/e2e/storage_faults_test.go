@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -159,9 +160,15 @@ func TestStorageConsumerDrainedToAnotherNodeFencesTheOldMount(t *testing.T) {
 			s.t.Errorf("the mount on %s opened fencing epoch %d, not above the old mount's %d on %s: the old mount is not fenced",
 				to, after.FencingEpoch, before.FencingEpoch, from)
 		}
-		if left, ok := s.mountSession(from); ok {
-			s.t.Errorf("the old node %s still records a session of %s after the move: %+v", from, s.volume, left)
-		}
+		// The kubelet unstages the old node's mount after the Pod is gone.
+		var left mountSession
+		waitFor(s.ctx, s.t, storageSettle, func() bool {
+			var ok bool
+			left, ok = s.mountSession(from)
+			return !ok
+		}, func() string {
+			return fmt.Sprintf("the old node %s still records a session of %s after the move: %+v", from, s.volume, left)
+		})
 		s.t.Logf("moved from %s (epoch %d) to %s (epoch %d)", from, before.FencingEpoch, to, after.FencingEpoch)
 		if _, err := env.Kubectl(s.ctx, "uncordon", from); err != nil {
 			s.t.Fatal(err)
