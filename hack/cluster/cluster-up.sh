@@ -88,8 +88,9 @@ EOK
 kubeconfig "$W/admin.kubeconfig" "$(grep ',admin,' "$P/tokens.csv" | cut -d, -f1)"
 K=("$K8S/kubectl" --kubeconfig "$W/admin.kubeconfig")
 
-# Audit: every delete of a Pod, claim, volume, workload, Service, budget, fleet or reservation, so
-# the e2e suites can prove which deletions the operator (its ServiceAccount) issued.
+# Audit: every delete of a Pod, claim, volume, workload, Service, budget, fleet, reservation,
+# replicated volume or volume replica, so the e2e suites can prove which deletions the operator
+# (its ServiceAccount) issued.
 cat > "$W/audit-policy.yaml" <<EOA
 apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -102,6 +103,7 @@ rules:
   - {group: apps, resources: [statefulsets, deployments]}
   - {group: policy, resources: [poddisruptionbudgets]}
   - {group: celld.eric.dev, resources: [celldfleets, celldstoragereservations]}
+  - {group: storage.eric.dev, resources: [replicatedvolumes, volumereplicas]}
 # Who changes a claim, and when: the replacement handoff deletes a claim only at
 # the resourceVersion it recorded, so every writer of claims is worth seeing.
 - level: Metadata

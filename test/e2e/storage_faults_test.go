@@ -5,11 +5,20 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
@@ -86,6 +95,84 @@ func TestStorageMountOwnerKillShowsErrorsNotWrongData(t *testing.T) {
 			s.t.Logf("no operation failed after the mount owner died: %v", err)
 		}
 		s.restartWriter()
+	})
+}
+
+// The whole NODE Pod of the consumer's node deleted (seed 003: "A whole
+// NODE Pod replacement also loses FUSE connections"): the mount owner goes
+// with it, so the application sees errors, never wrong data; the DaemonSet
+// starts a new NODE Pod, and a Pod restart remounts through unpublish/unstage
+// and reads everything acknowledged.
+func TestStorageNodePodDeletionShowsErrorsNotWrongData(t *testing.T) {
+	requirePower(t, cluster.PowerHostProcesses)
+	runVolumeScenario(t, "storage: NODE Pod of the consumer's node deleted, Pod restarted", "q-nodepod", func(s *volumeScenario) {
+		node := s.pod.Spec.NodeName
+		old := s.nodePod(node)
+		if err := s.env().Delete(s.ctx, old, client.Preconditions{UID: &old.UID}); err != nil {
+			s.t.Fatalf("delete NODE Pod %s on %s: %v", old.Name, node, err)
+		}
+		s.t.Logf("deleted NODE Pod %s on %s (the consumer's node)", old.Name, node)
+		ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
+		defer cancel()
+		if err := s.gen.WaitFailing(ctx); err != nil {
+			s.t.Logf("no operation failed after the NODE Pod was deleted: %v", err)
+		}
+		var now *corev1.Pod
+		waitFor(s.ctx, s.t, storageSettle, func() bool {
+			now = s.findNodePod(node)
+			return now != nil && now.UID != old.UID && podReady(now)
+		}, func() string { return "the DaemonSet brings no Ready NODE Pod back on " + node })
+		s.t.Logf("NODE Pod %s Ready on %s", now.Name, node)
+		s.restartWriter()
+	})
+}
+
+// The consumer Pod moved to another node as a drain moves it (the node
+// cordoned, the Pod evicted through the Eviction API; only the writer is
+// evicted, so the manager's Pod never moves with it): the volume is staged
+// on the new node, whose writable mount opens a newer fencing epoch through
+// Raft, so the engine refuses the old mount from then on (the CSIDriver has
+// attachRequired: false: nothing else fences it); the old node keeps no
+// session of the volume and every acknowledged byte reads back.
+func TestStorageConsumerDrainedToAnotherNodeFencesTheOldMount(t *testing.T) {
+	requirePower(t, cluster.PowerHostProcesses, cluster.PowerHostDisks)
+	runVolumeScenario(t, "storage: consumer Pod drained to another node (old mount fenced)", "q-drain", func(s *volumeScenario) {
+		from := s.pod.Spec.NodeName
+		before, ok := s.mountSession(from)
+		if !ok || before.State != mountStateMounted || before.FencingEpoch == 0 {
+			s.t.Fatalf("the mount owner on %s must record a mounted single-writer session with a fencing epoch before the drain: %+v (found %v)",
+				from, before, ok)
+		}
+		if _, err := env.Kubectl(s.ctx, "cordon", from); err != nil {
+			s.t.Fatal(err)
+		}
+		defer env.Kubectl(s.ctx, "uncordon", from)
+		s.replaceWriter(s.evictPod)
+		to := s.pod.Spec.NodeName
+		if to == from {
+			s.t.Fatalf("the writer Pod came back on the cordoned node %s", from)
+		}
+		after, ok := s.mountSession(to)
+		switch {
+		case !ok || after.State != mountStateMounted:
+			s.t.Errorf("no mounted session of %s on %s, the new node: %+v", s.volume, to, after)
+		case after.FencingEpoch <= before.FencingEpoch:
+			s.t.Errorf("the mount on %s opened fencing epoch %d, not above the old mount's %d on %s: the old mount is not fenced",
+				to, after.FencingEpoch, before.FencingEpoch, from)
+		}
+		// The kubelet unstages the old node's mount after the Pod is gone.
+		var left mountSession
+		waitFor(s.ctx, s.t, storageSettle, func() bool {
+			var ok bool
+			left, ok = s.mountSession(from)
+			return !ok
+		}, func() string {
+			return fmt.Sprintf("the old node %s still records a session of %s after the move: %+v", from, s.volume, left)
+		})
+		s.t.Logf("moved from %s (epoch %d) to %s (epoch %d)", from, before.FencingEpoch, to, after.FencingEpoch)
+		if _, err := env.Kubectl(s.ctx, "uncordon", from); err != nil {
+			s.t.Fatal(err)
+		}
 	})
 }
 
@@ -182,8 +269,66 @@ func (s *volumeScenario) waitRestarted(node, container string, before int32) {
 // (unpublish, unstage, stage, publish), which the writers continue on.
 func (s *volumeScenario) restartWriter() {
 	s.t.Helper()
+	s.replaceWriter(s.deletePod)
+}
+
+// replaceWriter stops the writers, removes the writer Pod by remove (which
+// returns once it is gone), starts a fresh one wherever the scheduler puts
+// it and continues the writers there.
+func (s *volumeScenario) replaceWriter(remove func(p *corev1.Pod)) {
+	s.t.Helper()
 	s.stopLoad()
-	s.deletePod(s.pod)
+	remove(s.pod)
 	s.pod = s.startWriter("")
 	s.startLoad(s.pod)
+}
+
+// evictPod evicts p through the Eviction API, as a drain does, and waits
+// until it is gone.
+func (s *volumeScenario) evictPod(p *corev1.Pod) {
+	s.t.Helper()
+	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}}
+	if err := env.Kube.PolicyV1().Evictions(p.Namespace).Evict(s.ctx, ev); err != nil {
+		s.t.Fatalf("evict Pod %s: %v", p.Name, err)
+	}
+	waitFor(s.ctx, s.t, storageSettle, func() bool {
+		return apierrors.IsNotFound(s.env().Get(s.ctx, client.ObjectKeyFromObject(p), &corev1.Pod{}))
+	}, func() string { return "evicted Pod " + p.Name + " still exists" })
+}
+
+// mountStateMounted is the mount owner's state of a serving session
+// (internal/mountowner/api: State "Mounted").
+const mountStateMounted = "Mounted"
+
+// mountSession is the fields the suites read of the mount owner's session
+// record (internal/mountowner/api.Session, one JSON file per volume).
+type mountSession struct {
+	State        string `json:"state"`
+	FencingEpoch uint64 `json:"fencingEpoch"`
+	Target       string `json:"target"`
+}
+
+// mountSession reads the session record of the scenario's volume that the
+// mount owner on node keeps under its state directory
+// (/var/lib/cellfleet/mount-owner/sessions/<volume ID>.json in the node,
+// .cluster/nodes/<node>/cellfleet/... here); ok is false when there is none.
+func (s *volumeScenario) mountSession(node string) (mountSession, bool) {
+	s.t.Helper()
+	var pv corev1.PersistentVolume
+	if err := s.env().Get(s.ctx, client.ObjectKey{Name: s.volume}, &pv); err != nil || pv.Spec.CSI == nil {
+		s.t.Fatalf("PersistentVolume %s and its CSI volume handle: %v", s.volume, err)
+	}
+	path := filepath.Join(env.StateDir, "nodes", node, "cellfleet", "mount-owner", "sessions", pv.Spec.CSI.VolumeHandle+".json")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return mountSession{}, false
+	}
+	if err != nil {
+		s.t.Fatalf("read the mount owner's session record: %v", err)
+	}
+	var ms mountSession
+	if err := json.Unmarshal(b, &ms); err != nil {
+		s.t.Fatalf("session record %s: %v", path, err)
+	}
+	return ms, true
 }

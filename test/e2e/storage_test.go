@@ -54,6 +54,7 @@ type storageResult struct {
 	Scenario     string
 	Duration     time.Duration
 	Provisioning time.Duration // claim to Ready writer Pod
+	Replacement  time.Duration // the fault to the lost replica replaced and the volume Healthy (0: none)
 	Acked        int           // operations acknowledged (records and files)
 	Verified     int           // of them read back intact from a fresh Pod
 	Failed       int64         // operations the application saw fail
@@ -86,6 +87,9 @@ type volumeScenario struct {
 	verifyOnPod *corev1.Pod
 	// skipEnd: the scenario verified and judged on its own (deletion).
 	skipEnd bool
+	// provisioningFault, when set, runs once the claim exists and before it
+	// is bound (the manager killed mid-provision).
+	provisioningFault func(claim *corev1.PersistentVolumeClaim)
 }
 
 // runVolumeScenario provisions a fresh claim with a writer Pod (timed),
@@ -93,10 +97,20 @@ type volumeScenario struct {
 // digests, then reads every acknowledged operation back from a fresh Pod on
 // the same claim and judges the manager's deletions.
 func runVolumeScenario(t *testing.T, title, name string, body func(s *volumeScenario)) {
+	runVolumeScenarioProvisionedUnder(t, title, name, nil, body)
+}
+
+// runVolumeScenarioProvisionedUnder is runVolumeScenario with fault injected
+// while the claim is provisioned (nil: none).
+func runVolumeScenarioProvisionedUnder(t *testing.T, title, name string, fault func(s *volumeScenario, claim *corev1.PersistentVolumeClaim),
+	body func(s *volumeScenario)) {
 	requireCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	s := &volumeScenario{t: t, ctx: ctx, name: name, start: time.Now(), ledger: &storageload.Ledger{}}
+	if fault != nil {
+		s.provisioningFault = func(claim *corev1.PersistentVolumeClaim) { fault(s, claim) }
+	}
 	s.res.Scenario = title
 	t.Cleanup(func() { s.cleanup() })
 	t.Cleanup(func() { s.record() })
@@ -186,6 +200,9 @@ func (s *volumeScenario) createClaim() {
 	}
 	if err := s.env().Create(s.ctx, pvc); err != nil {
 		s.t.Fatalf("create claim %s: %v", s.name, err)
+	}
+	if s.provisioningFault != nil {
+		s.provisioningFault(pvc.DeepCopy())
 	}
 	waitFor(s.ctx, s.t, storageSettle, func() bool {
 		if err := s.env().Get(s.ctx, client.ObjectKeyFromObject(pvc), pvc); err != nil {
@@ -310,6 +327,16 @@ func (s *volumeScenario) coordinator() *storagev1alpha1.VolumeReplica {
 
 func (s *volumeScenario) nodePod(node string) *corev1.Pod {
 	s.t.Helper()
+	p := s.findNodePod(node)
+	if p == nil {
+		s.t.Fatalf("no NODE Pod on %s", node)
+	}
+	return p
+}
+
+// findNodePod is the NODE Pod on node not being deleted, or nil.
+func (s *volumeScenario) findNodePod(node string) *corev1.Pod {
+	s.t.Helper()
 	var pods corev1.PodList
 	if err := s.env().List(s.ctx, &pods, client.InNamespace(storageNamespace),
 		client.MatchingLabels{"app.kubernetes.io/component": "node"}); err != nil {
@@ -320,7 +347,6 @@ func (s *volumeScenario) nodePod(node string) *corev1.Pod {
 			return &pods.Items[i]
 		}
 	}
-	s.t.Fatalf("no NODE Pod on %s", node)
 	return nil
 }
 
@@ -475,9 +501,10 @@ func writeStorageSummary(b *strings.Builder) {
 		"saw fail (errors, never acknowledged); *verified* counts acknowledged operations read back intact from a fresh Pod " +
 		"(every one must be; storagesim tells wrong data from missing); *replicas compared* are the state digests every replica " +
 		"published at one applied index after the writers stopped (VolumeReplica status.digest); *manager deletions* come from " +
-		"the audit log (only those the scenario names are allowed).\n\n")
-	b.WriteString("| scenario | result | duration | provisioning | operations acknowledged | verified | failed (seen by the app) | replicas compared | manager deletions |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+		"the audit log (only those the scenario names are allowed); *replacement* is the fault to the lost replica replaced " +
+		"and the volume Healthy again.\n\n")
+	b.WriteString("| scenario | result | duration | provisioning | replacement | operations acknowledged | verified | failed (seen by the app) | replicas compared | manager deletions |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range storageResults {
 		status := "pass"
 		if !r.Passed {
@@ -491,7 +518,12 @@ func writeStorageSummary(b *strings.Builder) {
 		if reps == "" {
 			reps = "not compared"
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %d | %d | %d | %s | %s |\n", r.Scenario, status, r.Duration, r.Provisioning, r.Acked, r.Verified, r.Failed, reps, dels)
+		replacement := "-"
+		if r.Replacement > 0 {
+			replacement = r.Replacement.String()
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %d | %d | %d | %s | %s |\n", r.Scenario, status, r.Duration, r.Provisioning, replacement,
+			r.Acked, r.Verified, r.Failed, reps, dels)
 	}
 }
 
