@@ -84,13 +84,17 @@ func (w *Worker) suffrage(id raft.ServerID) (raft.ServerSuffrage, bool, error) {
 }
 
 // awaitCaughtUp waits until the coordinator has seen id acknowledge entries
-// within CaughtUpEntries of its last index, for at most d.
+// within CaughtUpEntries of its last index, for at most d. An
+// acknowledgement is required whatever the distance: on a journal shorter
+// than CaughtUpEntries a replica that never answered (not running at all)
+// would otherwise count as caught up and be promoted, and with a member
+// lost its vote would then be needed for every commit.
 func (w *Worker) awaitCaughtUp(id raft.ServerID, d time.Duration) error {
 	deadline := time.Now().Add(d)
 	for {
 		last, term := w.raft.LastIndex(), w.raft.CurrentTerm()
 		m := w.progress.of(id, term)
-		if m+CaughtUpEntries >= last {
+		if m > 0 && m+CaughtUpEntries >= last {
 			return nil
 		}
 		if w.raft.State() != raft.Leader {

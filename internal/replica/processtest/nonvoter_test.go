@@ -80,3 +80,22 @@ func TestAReplicaAddedWhileAMemberIsLostDoesNotStallWrites(t *testing.T) {
 	expectRecords(t, cl, ino, n)
 	t.Logf("%d records written and read back; r3 voted only once caught up", n)
 }
+
+// A replica that never acknowledged anything is not caught up, however
+// short the journal: on a volume with fewer than CaughtUpEntries entries,
+// r3, which does not run, must stay a non-voter. Promoted, it would make a
+// four-voter configuration whose quorum needs it as soon as one more member
+// is lost (the load-dependent failure of the test above, whose journal was
+// sometimes that short when r3 was added).
+func TestAReplicaThatNeverAnsweredIsNotPromotedOnAShortJournal(t *testing.T) {
+	c := startWithSpare(t)
+	c.kill(spareReplica)
+	cl := c.client(c.clientConfig())
+	createFile(t, cl, "data") // a journal of a handful of entries
+	spare := c.hostFile(spareReplica).Workers[0].Self
+	leader := c.leaderAmong(20*time.Second, 0, 1, 2)
+	code, body := c.post(leader, fmt.Sprintf("/v1/workers/%s/%s/members", volume, c.peers[leader].ID), spare)
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "non-voter") {
+		t.Fatalf("adding r3, which never ran, to a short journal: %d %s, want 503 saying it catches up as a non-voter", code, body)
+	}
+}
