@@ -20,6 +20,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -42,7 +45,36 @@ type Env struct {
 	Scheme  *k8sruntime.Scheme
 	Version string // the kube-apiserver's gitVersion, as it reports it
 
-	env *envtest.Environment
+	env     *envtest.Environment
+	etcdDir string
+}
+
+// startTimeout is how long each of etcd and kube-apiserver may take to
+// start: envtest's 20 s is not enough on a 2-core CI machine that runs two
+// test packages at once, one of them replica processes writing gigabytes
+// (CI saw five starts in a row time out). KUBEBUILDER_CONTROLPLANE_START_TIMEOUT
+// still overrides it.
+func startTimeout() time.Duration {
+	if v, err := time.ParseDuration(os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT")); err == nil && v > 0 {
+		return v
+	}
+	return 2 * time.Minute
+}
+
+// etcdDataDir is a new directory for etcd's state on tmpfs when the machine
+// has one: envtest's etcd already skips fsync, but on the disk its writes
+// still wait behind the page-cache writeback of every other test (loop-mounted
+// replica disks among them), and the API server's start waits for etcd.
+func etcdDataDir() (string, error) {
+	base := os.TempDir()
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() && unix.Access("/dev/shm", unix.W_OK) == nil {
+		base = "/dev/shm"
+	}
+	d, err := os.MkdirTemp(base, "cellfleet-envtest-etcd-")
+	if err != nil {
+		return "", fmt.Errorf("etcd data directory for envtest: %w", err)
+	}
+	return d, nil
 }
 
 // RepoRoot is the repository's root directory, found from this file's path so
@@ -71,15 +103,22 @@ func Start() (*Env, error) {
 		return nil, err
 	}
 	te := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		Scheme:                s,
+		CRDDirectoryPaths:        []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
+		ErrorIfCRDPathMissing:    true,
+		Scheme:                   s,
+		ControlPlaneStartTimeout: startTimeout(),
 	}
+	etcdDir, err := etcdDataDir()
+	if err != nil {
+		return nil, err
+	}
+	te.ControlPlane.Etcd = &envtest.Etcd{DataDir: etcdDir}
 	cfg, err := te.Start()
 	if err != nil {
+		_ = os.RemoveAll(etcdDir)
 		return nil, fmt.Errorf("start envtest (assets %s): %w", assets, err)
 	}
-	e := &Env{Config: cfg, Scheme: s, env: te}
+	e := &Env{Config: cfg, Scheme: s, env: te, etcdDir: etcdDir}
 	if e.Client, err = client.New(cfg, client.Options{Scheme: s}); err != nil {
 		_ = te.Stop()
 		return nil, fmt.Errorf("client for envtest: %w", err)
@@ -107,7 +146,11 @@ func serverVersion(cfg *rest.Config) (string, error) {
 
 // Stop stops the API server and etcd.
 func (e *Env) Stop() error {
-	if err := e.env.Stop(); err != nil {
+	err := e.env.Stop()
+	if rmErr := os.RemoveAll(e.etcdDir); rmErr != nil && err == nil {
+		err = rmErr
+	}
+	if err != nil {
 		return fmt.Errorf("stop envtest: %w", err)
 	}
 	return nil

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // loopDisk makes an ext4 file system of exactly size bytes on a loop
@@ -22,12 +24,11 @@ func loopDisk(t *testing.T, size int64) string {
 			t.Skipf("loop-mounted disks need %s: %v", tool, err)
 		}
 	}
-	dir := t.TempDir()
-	img := filepath.Join(dir, "disk.img")
-	mnt := filepath.Join(dir, "mnt")
+	mnt := filepath.Join(t.TempDir(), "mnt")
 	if err := os.Mkdir(mnt, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	img := filepath.Join(imageDir(t), "disk.img")
 	if err := os.WriteFile(img, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +51,25 @@ func loopDisk(t *testing.T, size int64) string {
 		}
 	})
 	return mnt
+}
+
+// imageDir is a new directory for a disk image, on tmpfs when the machine has
+// one: the file system on the image is still ext4 of exactly the stated size,
+// but the gigabytes a replica writes through it no longer queue on the
+// machine's disk behind (and ahead of) every other test's writes; CI saw the
+// writeback of a rewrite test starve elections here and an API server's start
+// in a package running beside it. It is removed after the device is detached.
+func imageDir(t *testing.T) string {
+	t.Helper()
+	if unix.Access("/dev/shm", unix.W_OK) != nil {
+		return t.TempDir()
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "cellfleet-loopdisk-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
 
 func run(t *testing.T, name string, args ...string) string {
