@@ -11,7 +11,9 @@ package kubehost
 // without it, and removed only after NodeUnpublishVolume succeeded.
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -47,7 +49,7 @@ func (a *Agent) rememberPublication(rec publishedVolume) error {
 		return err
 	}
 	dir := filepath.Dir(path)
-	if _, err := os.Stat(dir); os.IsNotExist(err) {
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("create the host's publication records: %w", err)
 		}
