@@ -86,6 +86,7 @@ func rules() []rule {
 // never import them.
 var testSupport = map[string]string{
 	"internal/testfs/powercut":          "internal/testfs/powercut/doc.go",
+	"internal/testfs/memdir":            "internal/testfs/memdir/memdir.go",
 	"internal/fuse/fusetest":            "internal/fuse/fusetest/cluster.go",
 	"internal/csi/csitest":              "internal/csi/csitest/csitest.go",
 	"internal/csi/replicated/loopowner": "internal/csi/replicated/loopowner/loopowner.go",

@@ -22,8 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -36,6 +34,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/cellfleet/cellfleet/internal/apischeme"
+	"github.com/cellfleet/cellfleet/internal/testfs/memdir"
 )
 
 // Env is a running API server with the project's CRDs installed.
@@ -50,32 +49,11 @@ type Env struct {
 }
 
 // startTimeout is how long each of etcd and kube-apiserver may take to
-// start: envtest's 20 s is not enough on a 2-core CI machine that runs two
-// test packages at once, one of them replica processes writing gigabytes
-// (CI saw five starts in a row time out). KUBEBUILDER_CONTROLPLANE_START_TIMEOUT
-// still overrides it.
-func startTimeout() time.Duration {
-	if v, err := time.ParseDuration(os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT")); err == nil && v > 0 {
-		return v
-	}
-	return 2 * time.Minute
-}
-
-// etcdDataDir is a new directory for etcd's state on tmpfs when the machine
-// has one: envtest's etcd already skips fsync, but on the disk its writes
-// still wait behind the page-cache writeback of every other test (loop-mounted
-// replica disks among them), and the API server's start waits for etcd.
-func etcdDataDir() (string, error) {
-	base := os.TempDir()
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() && unix.Access("/dev/shm", unix.W_OK) == nil {
-		base = "/dev/shm"
-	}
-	d, err := os.MkdirTemp(base, "cellfleet-envtest-etcd-")
-	if err != nil {
-		return "", fmt.Errorf("etcd data directory for envtest: %w", err)
-	}
-	return d, nil
-}
+// start, unless KUBEBUILDER_CONTROLPLANE_START_TIMEOUT says otherwise (envtest
+// reads it when the field is zero): envtest's 20 s is not enough on a 2-core
+// CI machine that runs two test packages at once, one of them replica
+// processes writing gigabytes (CI saw five starts in a row time out).
+const startTimeout = 2 * time.Minute
 
 // RepoRoot is the repository's root directory, found from this file's path so
 // tests work from any package directory.
@@ -103,12 +81,17 @@ func Start() (*Env, error) {
 		return nil, err
 	}
 	te := &envtest.Environment{
-		CRDDirectoryPaths:        []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
-		ErrorIfCRDPathMissing:    true,
-		Scheme:                   s,
-		ControlPlaneStartTimeout: startTimeout(),
+		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		Scheme:                s,
 	}
-	etcdDir, err := etcdDataDir()
+	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
+		te.ControlPlaneStartTimeout = startTimeout
+	}
+	// etcd's state in memory: envtest's etcd already skips fsync, but on the
+	// disk its writes still wait behind every other test's writeback, and the
+	// API server's start waits for etcd.
+	etcdDir, err := memdir.MkdirTemp("cellfleet-envtest-etcd-")
 	if err != nil {
 		return nil, err
 	}
@@ -120,11 +103,11 @@ func Start() (*Env, error) {
 	}
 	e := &Env{Config: cfg, Scheme: s, env: te, etcdDir: etcdDir}
 	if e.Client, err = client.New(cfg, client.Options{Scheme: s}); err != nil {
-		_ = te.Stop()
+		_ = e.Stop()
 		return nil, fmt.Errorf("client for envtest: %w", err)
 	}
 	if e.Version, err = serverVersion(cfg); err != nil {
-		_ = te.Stop()
+		_ = e.Stop()
 		return nil, err
 	}
 	return e, nil

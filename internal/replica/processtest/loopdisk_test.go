@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/cellfleet/cellfleet/internal/testfs/memdir"
 )
 
 // loopDisk makes an ext4 file system of exactly size bytes on a loop
@@ -53,18 +53,16 @@ func loopDisk(t *testing.T, size int64) string {
 	return mnt
 }
 
-// imageDir is a new directory for a disk image, on tmpfs when the machine has
-// one: the file system on the image is still ext4 of exactly the stated size,
-// but the gigabytes a replica writes through it no longer queue on the
-// machine's disk behind (and ahead of) every other test's writes; CI saw the
-// writeback of a rewrite test starve elections here and an API server's start
-// in a package running beside it. It is removed after the device is detached.
+// imageDir is a new directory for a disk image, in memory where the machine
+// allows (memdir): the file system on the image is still ext4 of exactly the
+// stated size, but the gigabytes a replica writes through it no longer queue
+// on the machine's disk behind (and ahead of) every other test's writes; CI
+// saw the writeback of a rewrite test starve elections here and an API
+// server's start in a package running beside it. It is removed after the
+// device is detached.
 func imageDir(t *testing.T) string {
 	t.Helper()
-	if unix.Access("/dev/shm", unix.W_OK) != nil {
-		return t.TempDir()
-	}
-	dir, err := os.MkdirTemp("/dev/shm", "cellfleet-loopdisk-")
+	dir, err := memdir.MkdirTemp("cellfleet-loopdisk-")
 	if err != nil {
 		t.Fatal(err)
 	}
