@@ -40,6 +40,13 @@ kill_cgroup_procs() {
   return 0
 }
 
+other=$(other_owner)
+if [[ -n $other ]]; then
+  # Every name below (RUNDIR, cgroups cf-node-N, the bridge) is that cluster's now, not ours.
+  log "the cluster running on this machine is $other's: removing only $W"
+  rm -rf "$W"
+  exit 0
+fi
 N=$(node_count)
 log "stopping $N nodes"
 for n in $(seq 1 "$N"); do stop "kubelet-$n"; done
@@ -97,5 +104,5 @@ rmdir /var/log/containers 2>/dev/null   # the kubelets create it; keep it if any
 ip link del "$BRIDGE" 2>/dev/null
 # The mount points of NODE_PATHS that cluster-up.sh created on the host, if nothing uses them now.
 [[ -f $W/created-paths ]] && while read -r d; do rmdir "$d" 2>/dev/null; done < "$W/created-paths"
-rm -rf "$W" "$RUNDIR"
+rm -rf "$W" "$RUNDIR" "$OWNER"
 log "cluster down"

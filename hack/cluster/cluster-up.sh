@@ -19,7 +19,10 @@ log() { echo "[$(date +%T)] cluster-up: $*"; }
 
 [[ $(id -u) == 0 ]] || { echo "cluster-up: needs root (containerd, kubelet, bridges, iptables)" >&2; exit 1; }
 [[ -f $IMAGES/pause.tar ]] || { echo "cluster-up: $IMAGES/pause.tar missing: run 'make images' first" >&2; exit 1; }
+other=$(other_owner)
+[[ -z $other ]] || { echo "cluster-up: the local cluster of $other runs on this machine (it shares $RUNDIR, the $BRIDGE bridge, the node addresses and cgroups): remove it first with CLUSTER_DIR=$other $here/cluster-down.sh" >&2; exit 1; }
 if [[ -d $W ]]; then log "removing the previous cluster first"; "$here/cluster-down.sh"; fi
+mkdir -p "$RUNDIR" && echo "$W" > "$OWNER"
 
 "$here/deps.sh"
 eval "$("$here/build.sh")"

@@ -9,6 +9,7 @@
 #                      full run's record, untouched)
 #   KEEP_CLUSTER=1     leave the cluster up afterwards (make cluster-down removes it)
 #   SKIP_SMOKE=1       skip hack/cluster/smoke.sh (the cluster's own check, ~50 s)
+#   E2E_LOCK_WAIT=S    how long to wait for another e2e run on this machine to finish (3600)
 #   E2E_KUBECONFIG=F   run on the existing cluster of kubeconfig F instead: no local cluster is
 #                      brought up or torn down, the images must already be on its nodes (or in
 #                      its registry; docs/local-cluster.md, "Another cluster"), the summary goes
@@ -20,6 +21,13 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/env.sh"
 root=$CLUSTER_ROOT
+# One local cluster per machine (env.sh): hold LOCK for the whole run, so a second e2e waits for
+# the first (E2E_LOCK_WAIT seconds, default an hour). flock -o: the cluster's daemons do not
+# inherit the lock, so a cluster kept up (KEEP_CLUSTER=1) does not hold it.
+if [[ -z ${E2E_KUBECONFIG:-} && -z ${CF_E2E_LOCKED:-} ]]; then
+  flock -n "$LOCK" true || echo "e2e: another e2e run holds $LOCK; waiting up to ${E2E_LOCK_WAIT:-3600}s"
+  exec env CF_E2E_LOCKED=1 flock -o -w "${E2E_LOCK_WAIT:-3600}" -E 75 "$LOCK" "$0" "$@"
+fi
 
 "$here/images.sh"   # the archives, and the digests the suites pin celldsim by
 if [[ -n ${E2E_KUBECONFIG:-} ]]; then

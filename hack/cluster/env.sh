@@ -13,6 +13,12 @@ BRIDGE=cf0
 # clones the repository into a folder of unknown depth). Not /run/cellfleet: that is a product path
 # (the mount owner's socket) and each node has its own copy of it.
 RUNDIR=/run/cf-cluster
+# One local cluster per machine: its names (bridge, addresses, cgroups, RUNDIR) are fixed. OWNER
+# records the state directory of the clone whose cluster runs (cluster-up.sh writes it, and refuses
+# to start beside another clone's cluster; cluster-down.sh leaves another clone's cluster alone).
+# e2e.sh holds LOCK for its whole run, so a second e2e on the machine waits instead of colliding.
+OWNER=/run/cf-cluster.owner
+LOCK=/run/cf-cluster.lock
 ZONES=(zone-a zone-b zone-c zone-d zone-e zone-f zone-g zone-h zone-i)
 # NODE_PATHS: the host paths every real node has its own copy of, which the NODE DaemonSet and the
 # kubelet use as hostPaths or fixed paths (the kubelet's device-plugins and pki directories live
@@ -29,6 +35,13 @@ node_zone() { echo "${ZONES[$(($1 - 1))]}"; }
 node_ns_pid() {
   local f=$W/pids/ns-$1.pid p
   [[ -f $f ]] && p=$(cat "$f") && [[ -e /proc/$p/ns/mnt ]] && echo "$p"
+  return 0
+}
+# other_owner: the state directory of another clone's cluster running on this machine, if any. An
+# owner file without RUNDIR is stale (that cluster is down).
+other_owner() {
+  local o
+  [[ -f $OWNER && -d $RUNDIR ]] && o=$(cat "$OWNER") && [[ $o != "$W" ]] && echo "$o"
   return 0
 }
 # unmount_below ROOT...: lazily unmounts every mount at or below each ROOT in the caller's mount
