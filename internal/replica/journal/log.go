@@ -56,7 +56,13 @@ type segment struct {
 	f       *os.File
 	first   uint64   // index of the first frame (valid when len(offsets) > 0)
 	offsets []uint32 // byte offset of each frame
-	size    int64
+	size    int64    // end of the last frame (the file may hold padding after it, direct.go)
+	// direct is the tail segment's O_DIRECT descriptor for appends (nil:
+	// buffered appends); block holds the bytes of the block it ends in, valid
+	// while blockEnd == size (direct.go).
+	direct   *os.File
+	block    []byte
+	blockEnd int64
 }
 
 func (s *segment) last() uint64 { return s.first + uint64(len(s.offsets)) - 1 }
@@ -122,6 +128,7 @@ func OpenLog(dir string, segmentSize int64) (*Log, int64, error) {
 			return nil, 0, err
 		}
 	}
+	l.openDirect(l.segs[len(l.segs)-1])
 	return l, torn, nil
 }
 
@@ -170,6 +177,18 @@ func (l *Log) openSegment(seq uint64, tail bool) (*segment, int64, error) {
 			err = fmt.Errorf("index %d follows %d", idx, s.last())
 		}
 		if err != nil {
+			if pad, perr := isPadding(f, off, fi.Size()); perr != nil {
+				f.Close()
+				return nil, 0, perr
+			} else if pad {
+				// What an O_DIRECT append leaves after the last frame, not a torn tail.
+				if err := f.Truncate(off); err != nil {
+					f.Close()
+					return nil, 0, fmt.Errorf("cut journal segment %d to its frames: %w", seq, err)
+				}
+				s.size = off
+				return s, 0, nil
+			}
 			if !tail {
 				f.Close()
 				return nil, 0, fmt.Errorf("%w: segment %d at offset %d: %v", ErrCorrupt, seq, off, err)
@@ -376,6 +395,11 @@ func (l *Log) storeLogs(logs []*raft.Log) error {
 	}
 	tail := l.segs[len(l.segs)-1]
 	if tail.size >= l.segSize && len(tail.offsets) > 0 {
+		// Cut the padding and sync before the next segment exists: only the
+		// tail segment may end in anything but a frame.
+		if err := tail.settle(); err != nil {
+			return err
+		}
 		if err := unix.Fdatasync(int(tail.f.Fd())); err != nil {
 			return err
 		}
@@ -387,6 +411,7 @@ func (l *Log) storeLogs(logs []*raft.Log) error {
 		l.segs = append(l.segs, next)
 		l.mu.Unlock()
 		tail = next
+		l.openDirect(tail)
 	}
 	vec := newBatchVec(logs)
 	vec.marker(tail.size)
@@ -398,10 +423,18 @@ func (l *Log) storeLogs(logs []*raft.Log) error {
 	if tail.size+int64(n) > 1<<32-1 {
 		return fmt.Errorf("journal segment would exceed 4 GiB")
 	}
-	if err := pwriteAll(tail.f, iov, tail.size); err != nil {
+	var err error
+	if tail.direct != nil {
+		err = tail.appendDirect(iov, n)
+	} else {
+		err = pwriteAll(tail.f, iov, tail.size)
+	}
+	if err != nil {
+		tail.blockEnd = -1
 		return fmt.Errorf("append to journal: %w", err)
 	}
 	if err := l.syncData(int(tail.f.Fd())); err != nil {
+		tail.blockEnd = -1
 		return fmt.Errorf("sync journal: %w", err)
 	}
 	l.mu.Lock()
@@ -422,10 +455,12 @@ func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true
+	var err error
 	for _, s := range l.segs {
-		s.f.Close()
+		err = errors.Join(err, s.settle())
+		s.close()
 	}
-	return nil
+	return err
 }
 
 var _ raft.LogStore = (*Log)(nil)

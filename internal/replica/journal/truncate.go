@@ -62,7 +62,7 @@ func (l *Log) truncateSuffix(min uint64) error {
 		if len(s.offsets) > 0 && s.first < min {
 			break
 		}
-		s.f.Close()
+		s.close()
 		if err := os.Remove(l.segPath(s.seq)); err != nil {
 			return fmt.Errorf("delete journal segment: %w", err)
 		}
@@ -72,6 +72,7 @@ func (l *Log) truncateSuffix(min uint64) error {
 		return err
 	}
 	s := l.segs[len(l.segs)-1]
+	l.openDirect(s) // the tail may be a segment that was not the tail before
 	if len(s.offsets) == 0 || s.last() < min {
 		return nil
 	}
@@ -91,6 +92,7 @@ func (l *Log) truncateSuffix(min uint64) error {
 	}
 	s.offsets = s.offsets[:keep]
 	s.size = off
+	s.blockEnd = -1
 	return nil
 }
 
@@ -104,7 +106,7 @@ func (l *Log) truncatePrefix(hi uint64) error {
 		if len(s.offsets) > 0 && s.last() > hi {
 			break
 		}
-		s.f.Close()
+		s.close()
 		if err := os.Remove(l.segPath(s.seq)); err != nil {
 			return fmt.Errorf("delete journal segment: %w", err)
 		}
