@@ -60,6 +60,7 @@ func rules() []rule {
 			states: "internal/csi/replicated/controller/controller.go"},
 		{pkg: "internal/celldctl", never: []string{controller}, states: "internal/celldctl/doc.go"},
 		{pkg: "internal/durable", never: []string{"..."}, except: []string{"internal/durable"}, states: "internal/durable/durable.go"},
+		{pkg: "internal/directio", never: []string{"..."}, except: []string{"internal/directio"}, states: "internal/directio/directio.go"},
 		{pkg: "internal/mountowner/api", never: k8s(fusePkgs, client), states: "internal/mountowner/api/types.go"},
 		{pkg: "internal/mountowner", never: k8s(worker, stateMach, raft), states: "internal/mountowner/owner.go"},
 		{pkg: "internal/replica/journal", never: []string{stateMach, worker, transport, host}, states: "internal/replica/journal/doc.go"},

@@ -1,28 +1,19 @@
 package journal
 
-// Appends around the page cache (O_DIRECT).
+// Appends around the page cache (internal/directio says why).
 //
-// Why: on the machines this project runs on, the kernel's copy of every
-// appended byte into new page-cache pages was the largest single cost of a
-// replica host (docs/performance.md, "The whole mount path, profiled per
-// process"), and the journal's bytes are almost never read back through the
-// page cache: raft's replicators and the applies are served from the memory
-// cache (cache.go), and the files are read only on a cache miss and at open.
+// The tail segment has a second descriptor opened with O_DIRECT. An append
+// is written from the block that holds the segment's end: that block's
+// bytes already on disk are written again, unchanged (the page cache wrote
+// back the whole page before, so a torn write of that block risks nothing it
+// did not risk then), followed by the batch and zeros up to the next block
+// boundary. The segment file is therefore up to one block longer than its
+// frames; openSegment takes such zeros for padding, not for a torn tail, and
+// the padding is cut off before a segment stops being the tail and at Close.
+// fdatasync is unchanged.
 //
-// How: the tail segment has a second descriptor opened with O_DIRECT. An
-// append is written in block-aligned chunks from aligned buffers, starting at
-// the block that holds the segment's end: that block's bytes already on disk
-// are written again, unchanged (the page cache wrote back the whole page
-// before, so a torn write of that block risks nothing it did not risk then),
-// followed by the batch and zeros up to the next block boundary. The segment
-// file is therefore up to one block longer than its frames; openSegment takes
-// such zeros for padding, not for a torn tail, and the padding is cut off
-// before a segment stops being the tail and at Close. fdatasync is unchanged:
-// an O_DIRECT write is not durable until it returns.
-//
-// A filesystem that refuses O_DIRECT (tmpfs, some FUSE filesystems) gets the
-// buffered appends of pwriteAll; both write the same bytes at the same
-// offsets.
+// A filesystem that refuses O_DIRECT gets the buffered appends of
+// pwriteAll; both write the same bytes at the same offsets.
 
 import (
 	"bytes"
@@ -30,31 +21,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/cellfleet/cellfleet/internal/directio"
 )
-
-// directBlock is the alignment of O_DIRECT offsets, lengths and buffers:
-// 4 KiB satisfies every logical block size up to it.
-const directBlock = 4096
-
-// directChunk is the size of the aligned buffers a batch is written through.
-const directChunk = 1 << 20
 
 // directIO lets tests run the buffered appends on a filesystem that would
 // take O_DIRECT.
 var directIO = true
-
-var directChunks = sync.Pool{New: func() any { b := alignedBlock(directChunk); return &b }}
-
-// alignedBlock returns n bytes whose start is aligned to directBlock.
-func alignedBlock(n int) []byte {
-	b := make([]byte, n+directBlock)
-	skip := (directBlock - int(uintptr(unsafe.Pointer(&b[0]))%directBlock)) % directBlock
-	return b[skip : skip+n : skip+n]
-}
 
 // openDirect gives s an O_DIRECT descriptor for appends, or leaves it
 // buffered when the filesystem refuses one.
@@ -62,12 +35,12 @@ func (l *Log) openDirect(s *segment) {
 	if !directIO || s.direct != nil {
 		return
 	}
-	f, err := os.OpenFile(l.segPath(s.seq), os.O_WRONLY|unix.O_DIRECT, 0)
+	f, err := directio.Open(l.segPath(s.seq), 0)
 	if err != nil {
 		return
 	}
 	s.direct = f
-	s.block = alignedBlock(directBlock)
+	s.block = directio.Aligned(directio.Block)
 	s.blockEnd = -1
 }
 
@@ -97,7 +70,7 @@ func (s *segment) close() {
 
 // appendDirect writes the n bytes of iov at s.size through s.direct.
 func (s *segment) appendDirect(iov [][]byte, n int) error {
-	start := s.size &^ (directBlock - 1)
+	start := directio.RoundDown(s.size)
 	head := int(s.size - start)
 	if head > 0 && s.blockEnd != s.size {
 		// The last block's bytes were not written by this descriptor (the
@@ -106,48 +79,19 @@ func (s *segment) appendDirect(iov [][]byte, n int) error {
 			return fmt.Errorf("read journal tail block: %w", err)
 		}
 	}
-	bp := directChunks.Get().(*[]byte)
-	defer directChunks.Put(bp)
-	chunk := *bp
-	fill := copy(chunk, s.block[:head])
-	off := start
-	for _, b := range iov {
-		for len(b) > 0 {
-			k := copy(chunk[fill:], b)
-			fill += k
-			b = b[k:]
-			if fill == len(chunk) {
-				if err := pwriteFull(s.direct, chunk, off); err != nil {
-					return err
-				}
-				off += int64(fill)
-				fill = 0
-			}
-		}
+	parts := append([][]byte{s.block[:head]}, iov...)
+	if _, err := directio.WriteAt(s.direct, start, s.block, parts...); err != nil {
+		return err
 	}
-	if fill > 0 {
-		padded := (fill + directBlock - 1) &^ (directBlock - 1)
-		clear(chunk[fill:padded])
-		if err := pwriteFull(s.direct, chunk[:padded], off); err != nil {
-			return err
-		}
-	}
-	last := fill &^ (directBlock - 1)
-	copy(s.block, chunk[last:fill])
 	s.blockEnd = s.size + int64(n)
 	return nil
-}
-
-// pwriteFull writes b at off, continuing after short writes.
-func pwriteFull(f *os.File, b []byte, off int64) error {
-	return pwriteAll(f, [][]byte{b}, off)
 }
 
 // isPadding reports whether the bytes of f from off to size are the zeros
 // appendDirect leaves after a segment's last frame: fewer than a block, up
 // to a block boundary.
 func isPadding(f *os.File, off, size int64) (bool, error) {
-	if size%directBlock != 0 || size-off >= directBlock || size <= off {
+	if size%directio.Block != 0 || size-off >= directio.Block || size <= off {
 		return false, nil
 	}
 	b := make([]byte, size-off)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/cellfleet/cellfleet/internal/directio"
 )
 
 // sizedEntries returns entries whose payloads have the given sizes and
@@ -63,7 +65,7 @@ func TestAppendsOfEverySizeReadBackAfterAKillAndATruncation(t *testing.T) {
 			if !direct && l.segs[0].direct != nil {
 				t.Fatal("directIO off, yet the segment has an O_DIRECT descriptor")
 			}
-			batches := [][]int{{1}, {4000}, {4097, 3}, {directChunk + 5000}, {100, 200, 300}, {8192}, {70000, 1, 70000}, {12}, {300000}, {5}}
+			batches := [][]int{{1}, {4000}, {4097, 3}, {1<<20 + 5000}, {100, 200, 300}, {8192}, {70000, 1, 70000}, {12}, {300000}, {5}}
 			sizes := map[uint64]int{}
 			next := uint64(1)
 			for _, b := range batches {
@@ -87,7 +89,7 @@ func TestAppendsOfEverySizeReadBackAfterAKillAndATruncation(t *testing.T) {
 				switch {
 				case i < len(l.segs)-1 && fi.Size() != s.size:
 					t.Fatalf("segment %d (not the tail) is %d bytes on disk, its frames end at %d", s.seq, fi.Size(), s.size)
-				case i == len(l.segs)-1 && direct && (fi.Size()%directBlock != 0 || fi.Size() < s.size || fi.Size()-s.size >= directBlock):
+				case i == len(l.segs)-1 && direct && (fi.Size()%directio.Block != 0 || fi.Size() < s.size || fi.Size()-s.size >= directio.Block):
 					t.Fatalf("tail segment %d is %d bytes on disk, its frames end at %d: want block-aligned padding", s.seq, fi.Size(), s.size)
 				}
 			}
@@ -123,7 +125,7 @@ func TestAppendsOfEverySizeReadBackAfterAKillAndATruncation(t *testing.T) {
 			if err := l2.DeleteRange(cut, last); err != nil {
 				t.Fatal(err)
 			}
-			more := []int{3000, 9, directBlock}
+			more := []int{3000, 9, directio.Block}
 			if err := l2.StoreLogs(sizedEntries(cut, more...)); err != nil {
 				t.Fatal(err)
 			}
@@ -165,13 +167,13 @@ func TestZerosThatAreNotPaddingAreATornTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Zeros past the next block boundary: more than padding.
-	if err := f.Truncate(end + directBlock + 10); err != nil {
+	if err := f.Truncate(end + directio.Block + 10); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
 	l2, torn := openT(t, dir, 1<<20)
-	if torn != directBlock+10 {
-		t.Fatalf("torn bytes %d, want %d", torn, directBlock+10)
+	if torn != directio.Block+10 {
+		t.Fatalf("torn bytes %d, want %d", torn, directio.Block+10)
 	}
 	expectRange(t, l2, 1, 3)
 }
