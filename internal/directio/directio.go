@@ -4,8 +4,15 @@
 // the host backs lazily), the kernel's copy of a written byte into a new
 // page-cache page was the largest single cost of a replica host: about half
 // of its processor time, for data the host does not read back soon (the
-// journal is served from memory, the backing files are read by the mount's
-// reads). docs/performance.md has the profile and the A/B figures.
+// journal is served from memory). docs/performance.md has the profile and
+// the A/B figures.
+//
+// An O_DIRECT write returns only when the device has the data. That suits
+// writes an fdatasync follows anyway (the journal's appends); it does not
+// suit writes the page cache would absorb and write back later: the apply's
+// writes of the backing files, sent this way, made a catching-up follower's
+// apply lag its journal on a busy disk and its memory grow past the stated
+// bound (docs/performance.md, "tried and not kept").
 //
 // O_DIRECT wants offsets, lengths and buffers aligned to the device's
 // logical block; Block (4 KiB) satisfies every common one. Callers write
@@ -22,9 +29,7 @@
 package directio
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sync"
 	"unsafe"
@@ -106,47 +111,3 @@ func writeFull(f *os.File, b []byte, off int64) error {
 	}
 	return nil
 }
-
-// Stream passes the first size bytes of path to w, in order, read around
-// the page cache: for a checksum over data just written the same way, which
-// a buffered read would bring back into new page-cache pages only to be
-// dropped again. It returns how many bytes it passed: fewer than size when
-// the file is shorter. An error from opening path with O_DIRECT is returned
-// as it is, before anything reaches w, so the caller can read it otherwise.
-func Stream(path string, size int64, w io.Writer) (int64, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_DIRECT, 0)
-	if err != nil {
-		return 0, &os.PathError{Op: "open O_DIRECT", Path: path, Err: errors.Join(ErrRefused, err)}
-	}
-	defer f.Close()
-	bp := chunks.Get().(*[]byte)
-	defer chunks.Put(bp)
-	buf := *bp
-	var done int64
-	for done < size {
-		// pread, not os.File.ReadAt: after a short read ReadAt goes on at
-		// an unaligned offset, which O_DIRECT refuses.
-		n, err := unix.Pread(int(f.Fd()), buf, done)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return done, fmt.Errorf("direct read of %s at %d: %w", path, done, err)
-		}
-		if n == 0 {
-			return done, nil // the file ends before size
-		}
-		k := int(min(int64(n), size-done))
-		if _, err := w.Write(buf[:k]); err != nil {
-			return done, err
-		}
-		done += int64(k)
-		if n%Block != 0 {
-			return done, nil // a short read that ends off a block boundary: the end of the file
-		}
-	}
-	return done, nil
-}
-
-// ErrRefused marks Stream's failure to open a file with O_DIRECT.
-var ErrRefused = errors.New("O_DIRECT refused")

@@ -2,7 +2,6 @@ package directio
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -38,33 +37,5 @@ func TestWriteAtGathersPartsPadsTheLastBlockAndKeepsIt(t *testing.T) {
 	}
 	if _, err := WriteAt(f, 100, nil, []byte("x")); err == nil {
 		t.Fatal("a write at an unaligned offset must be refused")
-	}
-}
-
-func TestStreamReadsTheFirstSizeBytesOfFilesOfEverySize(t *testing.T) {
-	dir := t.TempDir()
-	for _, n := range []int{0, 1, Block - 1, Block, Block + 1, chunk, chunk + 4097, 3 * chunk} {
-		path := filepath.Join(dir, "f")
-		data := make([]byte, n)
-		for i := range data {
-			data[i] = byte(i*13 + i>>12)
-		}
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		for _, size := range []int{n, n + 5000, n / 2} {
-			var got bytes.Buffer
-			k, err := Stream(path, int64(size), &got)
-			if errors.Is(err, ErrRefused) {
-				t.Skipf("the filesystem of %s refuses O_DIRECT: %v", dir, err)
-			}
-			if err != nil {
-				t.Fatalf("file of %d bytes, size %d: %v", n, size, err)
-			}
-			want := data[:min(n, size)]
-			if k != int64(len(want)) || !bytes.Equal(got.Bytes(), want) {
-				t.Fatalf("file of %d bytes, size %d: passed %d bytes (%d written), want the first %d", n, size, k, got.Len(), len(want))
-			}
-		}
 	}
 }

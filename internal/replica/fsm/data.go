@@ -56,7 +56,7 @@ func (f *FSM) write(op *wire.Op) wire.Result {
 	}
 	fh, err := f.writable(op.Ino)
 	if err == nil {
-		err = f.files.writeAt(op.Ino, fh, op.Data, int64(op.Offset))
+		_, err = fh.WriteAt(op.Data, int64(op.Offset))
 	}
 	if err != nil {
 		f.fail(err)

@@ -14,16 +14,12 @@ import (
 type fileCache struct {
 	dir  string
 	open map[uint64]*os.File
-	// direct holds O_DIRECT descriptors of the same files for large writes
-	// (writeAt); noDirect is set once the filesystem refuses them.
-	direct   map[uint64]*os.File
-	noDirect bool
 }
 
 const maxOpenFiles = 256
 
 func newFileCache(dir string) *fileCache {
-	return &fileCache{dir: dir, open: map[uint64]*os.File{}, direct: map[uint64]*os.File{}}
+	return &fileCache{dir: dir, open: map[uint64]*os.File{}}
 }
 
 func (c *fileCache) path(ino uint64) string {
@@ -59,8 +55,9 @@ func (c *fileCache) openRead(ino uint64) (*os.File, error) {
 
 func (c *fileCache) put(ino uint64, fh *os.File) {
 	if len(c.open) >= maxOpenFiles {
-		for k := range c.open { // any victim will do
-			c.forget(k)
+		for k, old := range c.open { // any victim will do
+			old.Close()
+			delete(c.open, k)
 			break
 		}
 	}
@@ -73,14 +70,13 @@ func (c *fileCache) forget(ino uint64) {
 		fh.Close()
 		delete(c.open, ino)
 	}
-	if fh := c.direct[ino]; fh != nil {
-		fh.Close()
-		delete(c.direct, ino)
-	}
 }
 
 func (c *fileCache) remove(ino uint64) error {
-	c.forget(ino)
+	if fh := c.open[ino]; fh != nil {
+		fh.Close()
+		delete(c.open, ino)
+	}
 	if err := os.Remove(c.path(ino)); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("remove backing file for inode %d: %w", ino, err)
 	}
@@ -88,10 +84,8 @@ func (c *fileCache) remove(ino uint64) error {
 }
 
 func (c *fileCache) closeAll() {
-	for k := range c.open {
-		c.forget(k)
-	}
-	for k := range c.direct {
-		c.forget(k)
+	for k, fh := range c.open {
+		fh.Close()
+		delete(c.open, k)
 	}
 }

@@ -50,7 +50,6 @@ import (
 	"github.com/hashicorp/raft"
 	"golang.org/x/sys/unix"
 
-	"github.com/cellfleet/cellfleet/internal/directio"
 	"github.com/cellfleet/cellfleet/internal/durable"
 	"github.com/cellfleet/cellfleet/internal/replica/wire"
 )
@@ -149,26 +148,11 @@ func syncAndSum(path string, size uint64, prev linkedFile) (linkedFile, error) {
 		return linkedFile{}, fmt.Errorf("fdatasync: %w", err)
 	}
 	h := crc32.New(castagnoli)
-	if err := sumSized(h, fh, path, size); err != nil {
+	if err := copySized(h, fh, size); err != nil {
 		return linkedFile{}, fmt.Errorf("checksum: %w", err)
 	}
 	lf.sum = h.Sum32()
 	return lf, nil
-}
-
-// sumSized is copySized for a checksum: the apply wrote large runs around
-// the page cache, so they are read back around it too (directio.Stream)
-// where the filesystem allows.
-func sumSized(h io.Writer, fh *os.File, path string, size uint64) error {
-	k, err := directio.Stream(path, int64(size), h)
-	if errors.Is(err, directio.ErrRefused) {
-		return copySized(h, fh, size)
-	}
-	if err != nil {
-		return err
-	}
-	_, err = io.CopyN(h, zeroReader{}, int64(size)-k)
-	return err
 }
 
 // copySized writes exactly size bytes of r, zero-filling past its end.

@@ -77,9 +77,11 @@ func (t *Transport) serveConn(nc net.Conn) {
 	// peer of a later version can say which versions met.
 	_ = w.WriteByte(byte(Version1))
 	if Version(first) != Version1 {
-		_ = w.Flush()
+		// Logged before the answer leaves: the peer acts on the answer, and
+		// whoever reads this log after the peer's failure finds the reason.
 		t.log.Error("raft peer refused: it speaks another transport version (raft's NetworkTransport starts with 0 to 4)",
 			"remote", nc.RemoteAddr().String(), "peerVersion", fmt.Sprintf("%#x", first), "version", fmt.Sprintf("%#x", byte(Version1)))
+		_ = w.Flush()
 		return
 	}
 	dec := codec.NewDecoder(r, t.mp)
