@@ -61,7 +61,6 @@ func rules() []rule {
 		{pkg: "internal/celldctl", never: []string{controller}, states: "internal/celldctl/doc.go"},
 		{pkg: "internal/durable", never: []string{"..."}, except: []string{"internal/durable"}, states: "internal/durable/durable.go"},
 		{pkg: "internal/directio", never: []string{"..."}, except: []string{"internal/directio"}, states: "internal/directio/directio.go"},
-		{pkg: "internal/replica/tlsbatch", never: []string{"..."}, except: []string{"internal/replica/tlsbatch"}, states: "internal/replica/tlsbatch/tlsbatch.go"},
 		{pkg: "internal/mountowner/api", never: k8s(fusePkgs, client), states: "internal/mountowner/api/types.go"},
 		{pkg: "internal/mountowner", never: k8s(worker, stateMach, raft), states: "internal/mountowner/owner.go"},
 		{pkg: "internal/replica/journal", never: []string{stateMach, worker, transport, host}, states: "internal/replica/journal/doc.go"},

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,7 +17,6 @@ import (
 	"github.com/cellfleet/cellfleet/internal/replica/fsm"
 	"github.com/cellfleet/cellfleet/internal/replica/journal"
 	"github.com/cellfleet/cellfleet/internal/replica/raftnet"
-	"github.com/cellfleet/cellfleet/internal/replica/tlsbatch"
 	"github.com/cellfleet/cellfleet/internal/replica/transport"
 )
 
@@ -228,7 +228,7 @@ func (w *Worker) openRaft(hl hclog.Logger, fresh bool) error {
 		CA:          w.cfg.CA,
 		AllowedPeer: w.allowedPeer,
 		Resolve:     splitAddress,
-		OnRPC:       func(c *tlsbatch.Conn) { w.rpc.ServeConn(c) },
+		OnRPC:       func(c *tls.Conn) { w.rpc.ServeConn(c) },
 		Logger:      w.log,
 	})
 	if err != nil {

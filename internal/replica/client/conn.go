@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cellfleet/cellfleet/internal/replica/tlsbatch"
 	"github.com/cellfleet/cellfleet/internal/replica/wire"
 )
 
@@ -20,7 +19,7 @@ var errConnBroken = errors.New("stream to worker broken")
 // conn is one authenticated, multiplexed stream to one worker.
 type conn struct {
 	ep  Endpoint
-	tc  *tlsbatch.Conn
+	tc  *tls.Conn
 	wmu sync.Mutex
 
 	mu      sync.Mutex
@@ -38,12 +37,14 @@ func dialConn(ctx context.Context, cfg *Config, ep Endpoint, clientID uint64) (*
 		NextProtos:   []string{wire.ProtoRPC},
 		MinVersion:   tls.VersionTLS13,
 	}
+	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: cfg.DialTimeout}, Config: tcfg}
 	dctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 	defer cancel()
-	tc, err := tlsbatch.Dial(dctx, &net.Dialer{Timeout: cfg.DialTimeout}, ep.Address, tcfg)
+	nc, err := d.DialContext(dctx, "tcp", ep.Address)
 	if err != nil {
 		return nil, fmt.Errorf("dial worker %s at %s: %w", ep.ID, ep.Address, err)
 	}
+	tc := nc.(*tls.Conn)
 	if tc.ConnectionState().NegotiatedProtocol != wire.ProtoRPC {
 		tc.Close()
 		return nil, fmt.Errorf("worker %s at %s does not speak %s", ep.ID, ep.Address, wire.ProtoRPC)

@@ -15,7 +15,6 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/cellfleet/cellfleet/internal/replica/pki"
-	"github.com/cellfleet/cellfleet/internal/replica/tlsbatch"
 	"github.com/cellfleet/cellfleet/internal/replica/transport"
 	"github.com/cellfleet/cellfleet/internal/replica/wire"
 )
@@ -83,7 +82,7 @@ func startPort(t *testing.T, v volumeCA, san string) *port {
 		CA:          v.pool,
 		AllowedPeer: isReplica,
 		Resolve:     resolve,
-		OnRPC:       func(c *tlsbatch.Conn) { p.rpc.ServeConn(c) },
+		OnRPC:       func(c *tls.Conn) { p.rpc.ServeConn(c) },
 	})
 	if err != nil {
 		t.Fatal(err)

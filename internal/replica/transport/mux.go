@@ -14,7 +14,6 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/cellfleet/cellfleet/internal/replica/tlsbatch"
 	"github.com/cellfleet/cellfleet/internal/replica/wire"
 )
 
@@ -33,7 +32,7 @@ type Config struct {
 	// and the host:port to dial.
 	Resolve func(addr raft.ServerAddress) (san, dial string, ok bool)
 	// OnRPC serves an authenticated-by-TLS client connection.
-	OnRPC  func(*tlsbatch.Conn)
+	OnRPC  func(*tls.Conn)
 	Logger *slog.Logger
 }
 
@@ -97,11 +96,11 @@ func (m *Mux) accept() {
 			m.log.Error("accept failed; port closed", "error", err)
 			return
 		}
-		go m.route(tlsbatch.Server(c, conf))
+		go m.route(tls.Server(c, conf))
 	}
 }
 
-func (m *Mux) route(tc *tlsbatch.Conn) {
+func (m *Mux) route(tc *tls.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), HandshakeTimeout)
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
@@ -176,20 +175,20 @@ func (s *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.
 	if !ok {
 		return nil, fmt.Errorf("no replica SAN known for raft address %s", addr)
 	}
-	cfg := &tls.Config{
+	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: &tls.Config{
 		Certificates: []tls.Certificate{s.cfg.Certificate},
 		RootCAs:      s.cfg.CA,
 		ServerName:   name,
 		NextProtos:   []string{wire.ProtoRaft},
 		MinVersion:   tls.VersionTLS13,
-	}
+	}}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	c, err := tlsbatch.Dial(ctx, &net.Dialer{Timeout: timeout}, dial, cfg)
+	c, err := d.DialContext(ctx, "tcp", dial)
 	if err != nil {
 		return nil, fmt.Errorf("dial raft peer %s (%s): %w", addr, name, err)
 	}
-	if c.ConnectionState().NegotiatedProtocol != wire.ProtoRaft {
+	if c.(*tls.Conn).ConnectionState().NegotiatedProtocol != wire.ProtoRaft {
 		c.Close()
 		return nil, fmt.Errorf("raft peer %s does not speak %s", addr, wire.ProtoRaft)
 	}
