@@ -18,8 +18,9 @@
 // logical block; Block (4 KiB) satisfies every common one. Callers write
 // from their own (unaligned) buffers: WriteAt gathers them into pooled
 // aligned chunks, so the cost is one copy into memory that stays warm.
-// A filesystem that refuses O_DIRECT (tmpfs, some FUSE filesystems) makes
-// Open fail; callers then write through the page cache as before.
+// A filesystem that refuses O_DIRECT (tmpfs before Linux 6.6, some FUSE
+// filesystems) makes Open fail; callers then write through the page cache
+// as before.
 //
 // An O_DIRECT write is no more durable than a buffered one: fdatasync is
 // still what makes it survive a power cut.

@@ -11,6 +11,11 @@ func TestWriteAtGathersPartsPadsTheLastBlockAndKeepsIt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "f")
 	f, err := Open(path, os.O_CREATE)
 	if err != nil {
+		// CI's temporary directory is on ext4, which takes O_DIRECT: there
+		// this test must run.
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI must run this test, but the filesystem of %s refuses O_DIRECT: %v", filepath.Dir(path), err)
+		}
 		t.Skipf("the filesystem of %s refuses O_DIRECT: %v", filepath.Dir(path), err)
 	}
 	defer f.Close()

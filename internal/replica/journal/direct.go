@@ -83,6 +83,8 @@ func (s *segment) appendDirect(iov [][]byte, n int) error {
 	if _, err := directio.WriteAt(s.direct, start, s.block, parts...); err != nil {
 		return err
 	}
+	// Valid only once s.size reaches it: an append whose fdatasync fails
+	// leaves s.size where it was, and the next one reads the block again.
 	s.blockEnd = s.size + int64(n)
 	return nil
 }

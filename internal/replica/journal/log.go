@@ -430,11 +430,9 @@ func (l *Log) storeLogs(logs []*raft.Log) error {
 		err = pwriteAll(tail.f, iov, tail.size)
 	}
 	if err != nil {
-		tail.blockEnd = -1
 		return fmt.Errorf("append to journal: %w", err)
 	}
 	if err := l.syncData(int(tail.f.Fd())); err != nil {
-		tail.blockEnd = -1
 		return fmt.Errorf("sync journal: %w", err)
 	}
 	l.mu.Lock()

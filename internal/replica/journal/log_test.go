@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -31,7 +32,16 @@ func openT(t *testing.T, dir string, seg int64) (*Log, int64) {
 	return l, torn
 }
 
+// expectRange wants the journal to hold exactly the entries of entries()
+// from first to last.
 func expectRange(t *testing.T, l *Log, first, last uint64) {
+	t.Helper()
+	expectData(t, l, first, last, func(i uint64) []byte { return []byte(fmt.Sprintf("entry-%d", i)) })
+}
+
+// expectData wants the journal to hold exactly first to last, entry i with
+// the data want(i).
+func expectData(t *testing.T, l *Log, first, last uint64, want func(uint64) []byte) {
 	t.Helper()
 	f, _ := l.FirstIndex()
 	la, _ := l.LastIndex()
@@ -40,8 +50,11 @@ func expectRange(t *testing.T, l *Log, first, last uint64) {
 	}
 	for i := first; i <= last; i++ {
 		var lg raft.Log
-		if err := l.GetLog(i, &lg); err != nil || string(lg.Data) != fmt.Sprintf("entry-%d", i) {
-			t.Fatalf("entry %d: %v %q", i, err, lg.Data)
+		if err := l.GetLog(i, &lg); err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+		if w := want(i); !bytes.Equal(lg.Data, w) {
+			t.Fatalf("entry %d: read back %d bytes that differ from the %d written", i, len(lg.Data), len(w))
 		}
 	}
 }
