@@ -412,22 +412,26 @@ func parallel(b *testing.B, dir string, threads, count int, per func(dir string,
 	return float64(count/threads*threads) / time.Since(start).Seconds()
 }
 
-// BenchmarkCreates: empty file creates per second from 1 and 8 threads in
-// one directory, 8 threads each in its own directory, and 1 thread without
-// the directory name cache (every create then also pays a LOOKUP at the
-// coordinator). mount-creates/s is counted in this process (which also
+// BenchmarkCreates: empty file creates per second, each thread's ending
+// with an fsync of its directory, from 1 and 8 threads in one directory, 8
+// threads each in its own directory, 1 thread without the directory name
+// cache (every create then also pays a LOOKUP at the coordinator, and none
+// is answered before its commit) and 1 thread with every create waiting
+// for its commit (sync-creates). mount-creates/s is counted in this process (which also
 // serves the mount); program-mount-creates/s by a separate program (this
 // test binary re-executed, createProgram) doing the same through the mount.
 func BenchmarkCreates(b *testing.B) {
 	for _, mode := range []struct {
-		name    string
-		threads int
-		ownDirs bool
-		noCache bool
-	}{{"threads=1", 1, false, false}, {"threads=8", 8, false, false}, {"threads=8/own-directories", 8, true, false},
-		{"threads=1/no-name-cache", 1, false, true}} {
+		name        string
+		threads     int
+		ownDirs     bool
+		noCache     bool
+		syncCreates bool
+	}{{"threads=1", 1, false, false, false}, {"threads=8", 8, false, false, false},
+		{"threads=8/own-directories", 8, true, false, false},
+		{"threads=1/no-name-cache", 1, false, true, false}, {"threads=1/sync-creates", 1, false, false, true}} {
 		b.Run(mode.name, func(b *testing.B) {
-			t := benchSetup(b, cfuse.Options{SingleWriter: true, NoNameCache: mode.noCache})
+			t := benchSetup(b, cfuse.Options{SingleWriter: true, NoNameCache: mode.noCache, SyncCreates: mode.syncCreates})
 			var rate, prog [3]float64
 			round := 0
 			for b.Loop() {
@@ -435,7 +439,7 @@ func BenchmarkCreates(b *testing.B) {
 				for i, tg := range t.all() {
 					dir := filepath.Join(tg.dir, fmt.Sprint(round))
 					rate[i] += createsIn(b, dir, mode.threads, mode.ownDirs, func() float64 {
-						return parallel(b, dir, mode.threads, 2000, creator(mode.ownDirs))
+						return parallel(b, dir, mode.threads, 2000, creator(mode.ownDirs, mode.threads, 2000))
 					})
 					pdir := filepath.Join(tg.dir, fmt.Sprintf("program-%d", round))
 					prog[i] += createsIn(b, pdir, mode.threads, mode.ownDirs, func() float64 {
@@ -477,13 +481,21 @@ func create(dir string, thread, i int) error {
 }
 
 // creator creates in dir, or with ownDirs in the thread's directory
-// t<thread> of dir.
-func creator(ownDirs bool) func(dir string, thread, i int) error {
-	if !ownDirs {
-		return create
-	}
+// t<thread> of dir; each thread's last create (of count/threads) then
+// fsyncs the directory, so the rate counts creates made durable (a
+// single-writer mount answers a create before its commit: createbehind.go).
+func creator(ownDirs bool, threads, count int) func(dir string, thread, i int) error {
 	return func(dir string, thread, i int) error {
-		return create(filepath.Join(dir, fmt.Sprint("t", thread)), thread, i)
+		if ownDirs {
+			dir = filepath.Join(dir, fmt.Sprint("t", thread))
+		}
+		if err := create(dir, thread, i); err != nil {
+			return err
+		}
+		if i == count/threads-1 {
+			return fsyncPath(dir)
+		}
+		return nil
 	}
 }
 
@@ -528,7 +540,7 @@ func createProgram() int {
 		fmt.Fprintln(os.Stderr, "create program spec:", err)
 		return 2
 	}
-	per := creator(spec.OwnDirs)
+	per := creator(spec.OwnDirs, spec.Threads, spec.Count)
 	var wg sync.WaitGroup
 	errs := make(chan error, spec.Threads)
 	start := time.Now()

@@ -142,10 +142,15 @@ func (h *handle) Flush(ctx context.Context) syscall.Errno {
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno { return h.sync("fsync") }
 
 func (h *handle) sync(op string) syscall.Errno {
-	if h.fsys.wb == nil {
-		return 0
+	if h.fsys.wb != nil {
+		if e := h.fsys.errno(op, h.ino, h.fsys.wb.sync(h.errs)); e != 0 {
+			return e
+		}
 	}
-	return h.fsys.errno(op, h.ino, h.fsys.wb.sync(h.errs))
+	if op == "fsync" {
+		return h.fsys.settleCreates(op, h.ino)
+	}
+	return 0
 }
 
 // Release closes the handle; the last one frees a deleted file.

@@ -27,6 +27,9 @@ type filesystem struct {
 	wb      *writeback // nil: writes are synchronous
 	names   *names     // nil: every lookup asks the coordinator
 	orphans *orphans
+
+	inos           inoPool        // numbers for create-behind (createbehind.go)
+	createFailures createFailures // its failures, until an fsync reports them
 }
 
 // settle waits for ino's queued writes (write-behind), so an answer about
@@ -254,16 +257,17 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 }
 
 // Fsync of an open file drains and reports its writes (file.go). Of a
-// directory it answers 0: every change of its names was committed on a
-// quorum before it was answered, so there is nothing left to make durable.
-// (go-fuse routes a directory's FSYNCDIR here; without this method it
-// answers EOPNOTSUPP, which applications take for a failed commit.)
+// directory it waits for the creates answered before their commit
+// (createbehind.go) and reports one in it that failed; every other change
+// of its names was committed on a quorum before it was answered. (go-fuse
+// routes a directory's FSYNCDIR here; without this method it answers
+// EOPNOTSUPP, which applications take for a failed commit.)
 func (n *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall.Errno {
 	if h, ok := f.(*handle); ok {
 		return h.Fsync(ctx, flags)
 	}
 	n.fsys.settle(n.ino())
-	return 0
+	return n.fsys.settleCreates("fsync", n.ino())
 }
 
 // Statfs reports the volume's capacity; writes past it fail with ENOSPC.

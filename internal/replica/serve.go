@@ -57,14 +57,9 @@ func (w *Worker) propose(ops []wire.Op) wire.Reply {
 		return w.notCoordinator()
 	}
 	en := wire.Entry{Time: start.UnixNano(), Ops: ops}
-	for i := range ops {
-		ops[i].Time = 0 // the entry's time applies; never a client's
-		ops[i].NewIno = 0
-		switch ops[i].Kind {
-		case wire.KindCreate, wire.KindMkdir, wire.KindMknod, wire.KindSymlink:
-			ops[i].NewIno = l.nextIno
-			l.nextIno++
-		}
+	if err := l.stampInos(ops); err != nil {
+		w.propMu.Unlock()
+		return wire.Reply{Status: wire.StatusBadRequest, Message: err.Error()}
 	}
 	// Allocation and enqueue happen under one lock so entries reach the log
 	// in allocation order.
@@ -150,6 +145,9 @@ func validateMutations(ops []wire.Op) error {
 		total += len(ops[i].Data)
 		if ops[i].Kind != wire.KindRegister && ops[i].Session == 0 {
 			return fmt.Errorf("operation %d (%s) carries no session", i, ops[i].Kind)
+		}
+		if ops[i].Kind == wire.KindReserveInos && (ops[i].Size == 0 || ops[i].Size > wire.MaxReserveInos) {
+			return fmt.Errorf("operation %d reserves %d inode numbers, want 1 to %d", i, ops[i].Size, wire.MaxReserveInos)
 		}
 	}
 	if total > wire.MaxData {

@@ -100,6 +100,8 @@ type Client struct {
 
 	fenced    chan struct{} // closed at the first fenced refusal
 	fenceOnce sync.Once
+
+	behind behind // creates sent without waiting (behind.go)
 }
 
 // Dial connects to the volume and registers an exactly-once session.
@@ -115,6 +117,7 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 		open:   map[uint64]struct{}{},
 		freed:  make(chan struct{}),
 		fenced: make(chan struct{}),
+		behind: newBehind(),
 	}
 	c.epoch = full.FencingEpoch
 	c.configured = len(full.Endpoints)
@@ -216,8 +219,17 @@ func (c *Client) finish(ops []wire.Op) {
 	c.freed = make(chan struct{})
 }
 
-// mutate runs mutations exactly once.
+// mutate runs mutations exactly once, after the creates sent behind before
+// it have been answered (behind.go).
 func (c *Client) mutate(ctx context.Context, ops []wire.Op) ([]wire.Result, error) {
+	if err := c.Settle(ctx); err != nil {
+		return nil, err
+	}
+	return c.send(ctx, ops)
+}
+
+// send runs mutations exactly once.
+func (c *Client) send(ctx context.Context, ops []wire.Op) ([]wire.Result, error) {
 	for {
 		if err := c.stamp(ctx, ops); err != nil {
 			return nil, err
@@ -254,6 +266,9 @@ func (c *Client) renewSession(ctx context.Context, old uint64) error {
 }
 
 func (c *Client) query(ctx context.Context, op wire.Op) (wire.Result, error) {
+	if err := c.Settle(ctx); err != nil {
+		return wire.Result{}, err
+	}
 	op.Epoch = c.Epoch()
 	res, err := c.attempts(ctx, []wire.Op{op}, false)
 	if err != nil {

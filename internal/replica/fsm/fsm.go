@@ -295,6 +295,8 @@ func (f *FSM) mutate(op *wire.Op) wire.Result {
 		return f.release(op)
 	case wire.KindFence:
 		return f.openFence()
+	case wire.KindReserveInos:
+		return f.reserveInos(op)
 	default:
 		return errno(syscall.EINVAL)
 	}

@@ -30,17 +30,17 @@ func (f *FSM) makeNode(op *wire.Op) wire.Result {
 	if _, ok := parent.Children[op.Name]; ok {
 		return errno(syscall.EEXIST)
 	}
-	if op.NewIno < f.st.NextIno || f.st.Inodes[op.NewIno] != nil {
-		// The coordinator allocates above every number used; anything else
-		// is a coordinator fault, refused identically on every replica.
+	if !f.freshIno(op) {
+		// The coordinator allocates above every number used, or checks a
+		// reserved one; anything else is a coordinator fault, refused
+		// identically on every replica.
 		return errno(syscall.EIO)
 	}
 	mode, e := nodeMode(op)
 	if e != 0 {
 		return wire.Result{Errno: e}
 	}
-	n := &inode{Attr: wire.Attr{Ino: op.NewIno, Mode: mode, Nlink: 1, UID: op.UID, GID: op.GID,
-		Atime: op.Time, Mtime: op.Time, Ctime: op.Time}}
+	n := &inode{Attr: wire.NewAttr(op.NewIno, mode, op.UID, op.GID, op.Time)}
 	switch {
 	case op.Kind == wire.KindMkdir:
 		n.Attr.Nlink = 2
@@ -54,10 +54,37 @@ func (f *FSM) makeNode(op *wire.Op) wire.Result {
 		n.Attr.Rdev = op.Rdev
 	}
 	f.st.Inodes[op.NewIno] = n
-	f.st.NextIno = op.NewIno + 1
+	f.st.NextIno = max(f.st.NextIno, op.NewIno+1)
 	parent.addChild(op.Name, op.NewIno)
-	touch(parent, op.Time)
+	if reserved(op) {
+		// The client's clock, and creates answered before their commit
+		// may commit in another order than their times: the directory
+		// keeps the newest, as the mount that answered them does.
+		touch(parent, max(op.Time, parent.Attr.Mtime))
+	} else {
+		touch(parent, op.Time)
+	}
 	return wire.Result{Attr: n.Attr}
+}
+
+// freshIno reports whether op's NewIno may become a new inode: above every
+// number handed out, or for a create with ReservedIno, a number below them
+// (ReserveInos handed it to the client: reserve.go) that no inode holds.
+// A reserved number is not remembered as spent, so a client that reused one
+// after its inode was removed would get it again; the mount takes each once.
+func (f *FSM) freshIno(op *wire.Op) bool {
+	if op.NewIno <= wire.RootIno || f.st.Inodes[op.NewIno] != nil {
+		return false
+	}
+	if reserved(op) {
+		return op.NewIno < f.st.NextIno
+	}
+	return op.NewIno >= f.st.NextIno
+}
+
+// reserved reports a create whose inode number and time the client chose.
+func reserved(op *wire.Op) bool {
+	return op.Kind == wire.KindCreate && op.Flags&wire.ReservedIno != 0
 }
 
 func nodeMode(op *wire.Op) (uint32, uint32) {

@@ -38,12 +38,13 @@ const (
 	KindStatfs
 	KindRelease
 	KindFence
+	KindReserveInos
 	kindEnd
 )
 
 var kindNames = [...]string{"invalid", "register", "create", "mkdir", "mknod", "symlink", "link",
 	"unlink", "rmdir", "rename", "write", "truncate", "fallocate", "setattr", "setxattr",
-	"removexattr", "lookup", "getattr", "read", "readdir", "readlink", "getxattr", "listxattr", "statfs", "release", "fence"}
+	"removexattr", "lookup", "getattr", "read", "readdir", "readlink", "getxattr", "listxattr", "statfs", "release", "fence", "reserve-inos"}
 
 func (k Kind) String() string {
 	if k < kindEnd {
@@ -57,7 +58,7 @@ func (k Kind) Valid() bool { return k > KindInvalid && k < kindEnd }
 
 // Mutates reports whether k changes state and so goes through the journal.
 func (k Kind) Mutates() bool {
-	return k >= KindRegister && k <= KindRemovexattr || k == KindRelease || k == KindFence
+	return k >= KindRegister && k <= KindRemovexattr || k == KindRelease || k == KindFence || k == KindReserveInos
 }
 
 // Rename flags (Linux renameat2).
@@ -78,6 +79,15 @@ const (
 	// apply time so concurrent appends never overlap.
 	WriteAppend uint32 = 1 << 0
 )
+
+// ReservedIno (Create) says the client chose NewIno from a range ReserveInos
+// gave it, and Time: a mount that answers a create before its commit
+// (create-behind) has already told the kernel the new file's number and
+// times, so the engine must use them.
+const ReservedIno uint32 = 1 << 9
+
+// MaxReserveInos bounds the inode numbers one ReserveInos hands out.
+const MaxReserveInos = 1 << 16
 
 // Setxattr flags (Linux).
 const (
@@ -109,7 +119,7 @@ const RootIno uint64 = 1
 // Op is one operation. Which fields matter depends on Kind:
 //
 //	Register              Session
-//	Create/Mkdir/Mknod    Ino=parent, Name, Mode, UID, GID, Rdev (mknod)
+//	Create/Mkdir/Mknod    Ino=parent, Name, Mode, UID, GID, Rdev (mknod); Create: Flags (ReservedIno), NewIno, Time
 //	Symlink               Ino=parent, Name, Data=target, UID, GID
 //	Link                  Ino=target inode, Ino2=new parent, Name
 //	Unlink/Rmdir          Ino=parent, Name, Flags (KeepOrphan)
@@ -127,11 +137,15 @@ const RootIno uint64 = 1
 //	Getxattr/Listxattr    Ino, Name (getxattr)
 //	Release               Ino (frees an orphan kept by KeepOrphan)
 //	Fence                 (none: opens the volume's next fencing epoch, returned in N)
+//	ReserveInos           Size=count (hands out count never-used inode numbers from N)
 //
 // Session and Seq identify a mutation for exactly-once application; Acked
 // tells the state machine that every result of this session below Acked has
 // been received, so it may forget them. NewIno and Time are stamped by the
-// coordinator, never trusted from a client.
+// coordinator, never trusted from a client, except a Create with ReservedIno:
+// its NewIno must lie below every number the coordinator has handed out (so
+// in a range some ReserveInos returned) and be unused, and its Time is the
+// client's.
 //
 // Epoch is the fencing epoch of the single-writer mount that sends the
 // operation (0: an unfenced client, such as a multi-writer mount). An
@@ -177,6 +191,14 @@ type Attr struct {
 	Atime int64
 	Mtime int64
 	Ctime int64
+}
+
+// NewAttr is the attributes of an inode the engine has just made with one
+// link, before its kind's additions (a directory's second link, a
+// symlink's size). A create-behind client answers a new file's attributes
+// before the engine makes it, so both derive them here.
+func NewAttr(ino uint64, mode, uid, gid uint32, t int64) Attr {
+	return Attr{Ino: ino, Mode: mode, Nlink: 1, UID: uid, GID: gid, Atime: t, Mtime: t, Ctime: t}
 }
 
 // IsDir reports whether the inode is a directory.
