@@ -417,9 +417,10 @@ func parallel(b *testing.B, dir string, threads, count int, per func(dir string,
 // threads each in its own directory, 1 thread without the directory name
 // cache (every create then also pays a LOOKUP at the coordinator, and none
 // is answered before its commit) and 1 thread with every create waiting
-// for its commit (sync-creates). mount-creates/s is counted in this process (which also
-// serves the mount); program-mount-creates/s by a separate program (this
-// test binary re-executed, createProgram) doing the same through the mount.
+// for its commit (sync-creates). mount-creates/s is counted in this process
+// (which also serves the mount); program-mount-creates/s by a separate
+// program (this test binary re-executed, createProgram) doing the same
+// through the mount.
 func BenchmarkCreates(b *testing.B) {
 	for _, mode := range []struct {
 		name        string

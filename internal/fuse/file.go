@@ -138,19 +138,21 @@ func (h *handle) Flush(ctx context.Context) syscall.Errno {
 }
 
 // Fsync likewise, for every handle: committed on a quorum means durable on
-// a quorum.
-func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno { return h.sync("fsync") }
+// a quorum. It also waits for the creates answered before their commit, the
+// file's own among them, and reports the file's if it failed
+// (createbehind.go).
+func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
+	if e := h.sync("fsync"); e != 0 {
+		return e
+	}
+	return h.fsys.settleCreates("fsync", h.ino)
+}
 
 func (h *handle) sync(op string) syscall.Errno {
-	if h.fsys.wb != nil {
-		if e := h.fsys.errno(op, h.ino, h.fsys.wb.sync(h.errs)); e != 0 {
-			return e
-		}
+	if h.fsys.wb == nil {
+		return 0
 	}
-	if op == "fsync" {
-		return h.fsys.settleCreates(op, h.ino)
-	}
-	return 0
+	return h.fsys.errno(op, h.ino, h.fsys.wb.sync(h.errs))
 }
 
 // Release closes the handle; the last one frees a deleted file.
