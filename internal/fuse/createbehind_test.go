@@ -172,3 +172,73 @@ func TestACreateRefusedAfterItsAnswerIsReportedByFsyncAndForgotten(t *testing.T)
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Quorum loss while a create answered before its commit is on its way: the
+// directory's fsync answers EIO once the client's retry budget is spent, the
+// mount forgets the name, and once the quorum is back the mount and the
+// engine agree on whether the file exists (an uncertain create may still
+// commit), and new creates in the directory last.
+func TestACreateAnsweredBeforeAQuorumLossIsReportedAndSettlesWithTheEngine(t *testing.T) {
+	c := startCluster(t, 1<<30)
+	c.Config.RetryBudget = 3 * time.Second
+	c.Config.AttemptTimeout = time.Second
+	mnt := c.mount(t, cfuse.Options{SingleWriter: true})
+	dir := filepath.Join(mnt, "d")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The mount's first create reserves its inode numbers (a commit).
+	if err := os.WriteFile(filepath.Join(dir, "first"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	coord := c.Coordinator(t)
+	var dead []int
+	for i := range 3 {
+		if i != coord {
+			c.Kill(i)
+			dead = append(dead, i)
+		}
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "x"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatalf("create answered before its commit, without a quorum: %v, want success", err)
+	}
+	f.Close()
+	if err := fsyncPath(dir); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("fsync of the directory without a quorum: %v, want EIO", err)
+	}
+	for _, i := range dead {
+		c.Restart(i)
+	}
+	cl := c.Dial(t)
+	defer cl.Close()
+	ctx := context.Background()
+	d, err := cl.Lookup(ctx, client.RootIno, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fusetestWait(t, "the mount and the engine to agree on x", func() bool {
+		a, eerr := cl.Lookup(ctx, d.Ino, "x")
+		var st syscall.Stat_t
+		merr := syscall.Stat(filepath.Join(dir, "x"), &st)
+		switch {
+		case eerr == nil && merr == nil:
+			return a.Ino == st.Ino
+		case errors.Is(eerr, syscall.ENOENT) && errors.Is(merr, syscall.ENOENT):
+			return true
+		}
+		t.Logf("engine: %v, mount: %v", eerr, merr)
+		return false
+	})
+	_, err = cl.Lookup(ctx, d.Ino, "x")
+	t.Logf("after the quorum came back, the uncertain create of x is on the volume: %v", err == nil)
+	if err := os.WriteFile(filepath.Join(dir, "y"), []byte("y"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsyncPath(dir); err != nil {
+		t.Fatalf("fsync of the directory with the quorum back: %v", err)
+	}
+	if _, err := cl.Lookup(ctx, d.Ino, "y"); err != nil {
+		t.Fatalf("y after the directory's fsync: %v", err)
+	}
+}
