@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cellfleet/cellfleet/internal/replica/recordbatch"
 	"github.com/cellfleet/cellfleet/internal/replica/wire"
 )
 
@@ -37,14 +38,12 @@ func dialConn(ctx context.Context, cfg *Config, ep Endpoint, clientID uint64) (*
 		NextProtos:   []string{wire.ProtoRPC},
 		MinVersion:   tls.VersionTLS13,
 	}
-	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: cfg.DialTimeout}, Config: tcfg}
 	dctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 	defer cancel()
-	nc, err := d.DialContext(dctx, "tcp", ep.Address)
+	tc, err := recordbatch.DialTLS(dctx, &net.Dialer{Timeout: cfg.DialTimeout}, ep.Address, tcfg)
 	if err != nil {
 		return nil, fmt.Errorf("dial worker %s at %s: %w", ep.ID, ep.Address, err)
 	}
-	tc := nc.(*tls.Conn)
 	if tc.ConnectionState().NegotiatedProtocol != wire.ProtoRPC {
 		tc.Close()
 		return nil, fmt.Errorf("worker %s at %s does not speak %s", ep.ID, ep.Address, wire.ProtoRPC)
@@ -165,7 +164,7 @@ func (c *conn) roundTrip(ctx context.Context, ops []wire.Op, timeout time.Durati
 	frame := wire.PooledCallFrame(&wire.Call{ID: id, Ops: ops})
 	c.wmu.Lock()
 	_ = c.tc.SetWriteDeadline(time.Now().Add(timeout))
-	err = wire.WritePrefixed(c.tc, frame)
+	err = recordbatch.Batch(c.tc, func() error { return wire.WritePrefixed(c.tc, frame) })
 	c.wmu.Unlock()
 	// crypto/tls has sealed the bytes into its own records by now.
 	wire.PutBuf(frame)

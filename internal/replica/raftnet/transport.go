@@ -17,6 +17,8 @@ import (
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/raft"
+
+	"github.com/cellfleet/cellfleet/internal/replica/recordbatch"
 )
 
 const (
@@ -195,15 +197,18 @@ func (t *Transport) returnConn(c *conn) {
 // send writes one request and flushes it; a failed write loses the
 // connection.
 func (t *Transport) send(c *conn, typ rpcType, args any) error {
-	var err error
-	if req, ok := args.(*raft.AppendEntriesRequest); ok && typ == rpcAppendEntries {
-		err = writeAppendEntries(c.w, req, t.cfg.Limits)
-	} else if err = c.w.WriteByte(byte(typ)); err == nil {
-		err = c.enc.Encode(args)
-	}
-	if err == nil {
-		err = c.w.Flush()
-	}
+	err := recordbatch.Batch(c.c, func() error {
+		var err error
+		if req, ok := args.(*raft.AppendEntriesRequest); ok && typ == rpcAppendEntries {
+			err = writeAppendEntries(c.w, req, t.cfg.Limits)
+		} else if err = c.w.WriteByte(byte(typ)); err == nil {
+			err = c.enc.Encode(args)
+		}
+		if err == nil {
+			err = c.w.Flush()
+		}
+		return err
+	})
 	if err != nil {
 		c.release()
 		return fmt.Errorf("send raft request to %s: %w", c.target, err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/cellfleet/cellfleet/internal/replica/recordbatch"
 	"github.com/cellfleet/cellfleet/internal/replica/wire"
 )
 
@@ -96,7 +97,7 @@ func (m *Mux) accept() {
 			m.log.Error("accept failed; port closed", "error", err)
 			return
 		}
-		go m.route(tls.Server(c, conf))
+		go m.route(tls.Server(recordbatch.Wrap(c), conf))
 	}
 }
 
@@ -175,20 +176,20 @@ func (s *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.
 	if !ok {
 		return nil, fmt.Errorf("no replica SAN known for raft address %s", addr)
 	}
-	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: &tls.Config{
+	conf := &tls.Config{
 		Certificates: []tls.Certificate{s.cfg.Certificate},
 		RootCAs:      s.cfg.CA,
 		ServerName:   name,
 		NextProtos:   []string{wire.ProtoRaft},
 		MinVersion:   tls.VersionTLS13,
-	}}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	c, err := d.DialContext(ctx, "tcp", dial)
+	c, err := recordbatch.DialTLS(ctx, &net.Dialer{Timeout: timeout}, dial, conf)
 	if err != nil {
 		return nil, fmt.Errorf("dial raft peer %s (%s): %w", addr, name, err)
 	}
-	if c.(*tls.Conn).ConnectionState().NegotiatedProtocol != wire.ProtoRaft {
+	if c.ConnectionState().NegotiatedProtocol != wire.ProtoRaft {
 		c.Close()
 		return nil, fmt.Errorf("raft peer %s does not speak %s", addr, wire.ProtoRaft)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cellfleet/cellfleet/internal/replica/recordbatch"
 	"github.com/cellfleet/cellfleet/internal/replica/wire"
 )
 
@@ -64,7 +65,7 @@ func (s *RPCServer) ServeConn(c net.Conn) {
 		wmu.Lock()
 		defer wmu.Unlock()
 		_ = c.SetWriteDeadline(time.Now().Add(30 * time.Second))
-		if err := wire.WritePrefixed(c, frame); err != nil {
+		if err := recordbatch.Batch(c, func() error { return wire.WritePrefixed(c, frame) }); err != nil {
 			c.Close()
 		}
 	}
