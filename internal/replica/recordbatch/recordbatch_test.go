@@ -2,20 +2,17 @@ package recordbatch
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"io"
-	"math/big"
 	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cellfleet/cellfleet/internal/replica/pki"
 )
 
 // counted is a real TCP connection that counts its writes and can be told
@@ -40,19 +37,14 @@ func (c *counted) Write(p []byte) (int, error) {
 // server's end, after the handshake.
 func pair(t *testing.T) (*tls.Conn, *counted, *tls.Conn) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := pki.NewCA("vol", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), DNSNames: []string{"peer"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	cert, err := ca.IssueTLS([]string{"peer"}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	leaf, _ := x509.ParseCertificate(der)
-	roots := x509.NewCertPool()
-	roots.AddCert(leaf)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -65,8 +57,7 @@ func pair(t *testing.T) (*tls.Conn, *counted, *tls.Conn) {
 			accepted <- nil
 			return
 		}
-		s := tls.Server(Wrap(c), &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}},
-			MinVersion: tls.VersionTLS13})
+		s := tls.Server(Wrap(c), &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13})
 		if s.Handshake() != nil {
 			accepted <- nil
 			return
@@ -78,7 +69,7 @@ func pair(t *testing.T) (*tls.Conn, *counted, *tls.Conn) {
 		t.Fatal(err)
 	}
 	cc := &counted{Conn: raw}
-	client := tls.Client(Wrap(cc), &tls.Config{RootCAs: roots, ServerName: "peer", MinVersion: tls.VersionTLS13})
+	client := tls.Client(Wrap(cc), &tls.Config{RootCAs: ca.Pool(), ServerName: "peer", MinVersion: tls.VersionTLS13})
 	if err := client.Handshake(); err != nil {
 		t.Fatal(err)
 	}
