@@ -76,11 +76,12 @@ func TestConcurrentReadsShareOneQuorumRound(t *testing.T) {
 	t.Logf("%d bursts of %d concurrent reads: %d quorum rounds (%.2f per burst)", bursts, perBurst, sumRounds, float64(sumRounds)/bursts)
 	// The calls of a burst reach the coordinator one after the other over
 	// one stream, so a burst is served by the round the first read starts
-	// and the one or two after it (2.4 to 2.7 measured); one round per read
-	// would be 32.
+	// and the one or two after it: 2.0 to 3.1 per burst over 16 runs with
+	// -race on 2026-12-03, and once 4.00 without -race on the unchanged
+	// tree when the VM was slow. One round per read would be 32.
 	if per := float64(sumRounds) / bursts; per > maxRoundsPerBurst {
 		t.Fatalf("%d concurrent reads cost %.2f quorum rounds on average, want at most %d", perBurst, per, maxRoundsPerBurst)
 	}
 }
 
-const maxRoundsPerBurst = 4
+const maxRoundsPerBurst = 6

@@ -27,10 +27,11 @@ import (
 // buffers of many idle connections are not kept.
 const flushAt = 256 << 10
 
-var buffers = sync.Pool{New: func() any {
-	b := make([]byte, 0, flushAt+32<<10)
-	return &b
-}}
+// buffers start empty and grow by append to what their batches held: a
+// batch of one small call then costs a small buffer, not a flushAt one
+// (which mattered where the pool drops buffers, as under -race, and after
+// the collector empties it).
+var buffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // conn is the connection beneath crypto/tls.
 type conn struct {
@@ -38,7 +39,7 @@ type conn struct {
 
 	mu    sync.Mutex
 	depth int     // batches running
-	buf   *[]byte // records held, while depth > 0
+	buf   *[]byte // records held, from the first held write to the batch's end
 	err   error   // a failed write: the TLS stream has lost records
 }
 
@@ -55,6 +56,9 @@ func (c *conn) Write(p []byte) (int, error) {
 	}
 	if c.depth == 0 {
 		return c.write(p)
+	}
+	if c.buf == nil {
+		c.buf = buffers.Get().(*[]byte)
 	}
 	if len(*c.buf)+len(p) > flushAt {
 		if _, err := c.flush(); err != nil {
@@ -79,7 +83,7 @@ func (c *conn) write(p []byte) (int, error) {
 }
 
 func (c *conn) flush() (int, error) {
-	if len(*c.buf) == 0 {
+	if c.buf == nil || len(*c.buf) == 0 {
 		return 0, nil
 	}
 	n, err := c.write(*c.buf)
@@ -89,9 +93,6 @@ func (c *conn) flush() (int, error) {
 
 func (c *conn) begin() {
 	c.mu.Lock()
-	if c.depth == 0 {
-		c.buf = buffers.Get().(*[]byte)
-	}
 	c.depth++
 	c.mu.Unlock()
 }
@@ -102,7 +103,7 @@ func (c *conn) end() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_, err := c.flush()
-	if c.depth--; c.depth == 0 {
+	if c.depth--; c.depth == 0 && c.buf != nil {
 		*c.buf = (*c.buf)[:0]
 		buffers.Put(c.buf)
 		c.buf = nil
