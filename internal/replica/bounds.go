@@ -13,14 +13,23 @@ package replica
 //   - The entries a checkpoint leaves behind (raft's TrailingLogs) are the
 //     newest that fit in J/8 bytes, recomputed from the journal's own frame
 //     sizes before every check, and never more than the configured count.
-//   - One catch-up request carries at most catchUpEntries entries, so a
-//     follower decodes at most catchUpEntries × maxEntryBytes at once.
+//   - One catch-up request carries at most catchUpEntries entries (a
+//     follower accepts acceptEntries), so a follower decodes at most
+//     acceptEntries × maxEntryBytes at once.
+//   - A follower reads a request's entries only while they and the
+//     committed entries it has not applied yet fit in applyBacklogBytes:
+//     raft hands committed entries to the state machine through a queue of
+//     128 batches of up to catchUpEntries entries each, read back from the
+//     journal, so a follower whose apply was slower than its journal held
+//     up to 128 requests' worth of entries in memory.
 //
 // docs/replica-engine.md ("Disk and memory bounds") states the resulting
 // disk formula.
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -35,8 +44,17 @@ const (
 	// operation's names and fixed fields.
 	maxEntryBytes = wire.MaxData + wire.MaxOps<<10
 	// catchUpEntries is raft's MaxAppendEntries: with maxEntryBytes per
-	// entry one request stays under 80 MiB.
-	catchUpEntries = 16
+	// entry one request stays under 40 MiB. It was 16 (80 MiB): a
+	// catching-up follower holds the request it decodes and the entries
+	// its apply reads back, and the collector lets the heap grow to twice
+	// what is live, so halving the request took the catch-up test's peak
+	// RSS from 233-259 MiB to 168-172 MiB, and from 236-386 MiB to 182-220
+	// MiB with a slowed backing tree (docs/replica-engine.md).
+	catchUpEntries = 8
+	// acceptEntries is the most entries a follower takes in one request:
+	// hosts of the versions before sent up to 16, and a follower still
+	// takes their requests during a rolling upgrade.
+	acceptEntries = 16
 	// DefaultJournalBytes is J when Timing.JournalBytes is zero.
 	DefaultJournalBytes = 256 << 20
 	// MinJournalBytes keeps room for a checkpoint's trailing entries and
@@ -45,6 +63,19 @@ const (
 	// boundInterval is how often a worker compares its journal with the
 	// bound; a checkpoint takes longer than this.
 	boundInterval = 250 * time.Millisecond
+	// applyBacklogBytes bounds what a follower holds of entries it has
+	// received but not applied: a request's entries are read only while
+	// they and the committed entries not yet applied fit in it
+	// (roomForEntries). One catch-up request of 4 MiB entries fills it, so
+	// a catching-up follower decodes the next request only once it applied
+	// the last; the mount's write-behind requests (up to four 4 MiB
+	// entries) leave room for three more behind them.
+	applyBacklogBytes = 64 << 20
+	// applyBacklogSlack is a backlog that never holds a request back: the
+	// state machine never sees raft's no-op entries, so a no-op at the end
+	// of the committed entries stays in the backlog until a later entry is
+	// applied, and that entry may be the one waiting.
+	applyBacklogSlack = 1 << 20
 )
 
 // journalBounds are a worker's byte bounds, derived from J.
@@ -134,5 +165,40 @@ func (w *Worker) retainTrailing() {
 	rc.TrailingLogs = want
 	if err := w.raft.ReloadConfig(rc); err != nil {
 		w.log.Warn("bounding the trailing entries failed", "trailingLogs", want, "error", err)
+	}
+}
+
+// roomForEntries is raftnet's BeforeEntries: it holds a follower's next
+// request while its payload and the entries the follower knows committed
+// but has not applied would pass applyBacklogBytes, until the state machine
+// catches up or ctx ends. A request larger than the bound is read once the
+// backlog is empty.
+//
+// The backlog is counted up to the commit index, not the last index: the
+// entries beyond it wait for a commit index that only a later request
+// brings, so counting them could hold that request forever. Entries up to
+// the commit index are applied without any further message, so the wait
+// ends while the state machine works. Heartbeats never wait (raftnet calls
+// this only for requests with entries), so a follower that waits is not
+// taken for a lost one.
+func (w *Worker) roomForEntries(ctx context.Context, payload int64) error {
+	waited := false
+	for {
+		r := w.shared.Load()
+		if r == nil {
+			return nil
+		}
+		applied := w.fsm.Applied()
+		backlog := w.wal.BytesBetween(applied, r.CommitIndex())
+		if backlog <= applyBacklogSlack || backlog+payload <= applyBacklogBytes {
+			return nil
+		}
+		if !waited {
+			waited = true
+			w.applyWaits.Add(1)
+		}
+		if err := w.fsm.WaitApplied(ctx, applied+1); err != nil {
+			return fmt.Errorf("%d bytes of committed entries not applied: %w", backlog, err)
+		}
 	}
 }

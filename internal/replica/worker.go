@@ -36,9 +36,12 @@ type Worker struct {
 	trans  *raftnet.Transport
 	raft   *raft.Raft
 	shared atomic.Pointer[raft.Raft] // raft, for goroutines that may run before Start returns
-	addr   atomic.Value              // string: the bound port
-	rpc    *transport.RPCServer
-	verify verifier
+	// applyWaits counts requests whose entries waited for the apply
+	// backlog (roomForEntries).
+	applyWaits atomic.Uint64
+	addr       atomic.Value // string: the bound port
+	rpc        *transport.RPCServer
+	verify     verifier
 	// progress is the coordinator's record of its followers' journals.
 	progress progress
 	// view and mark feed Health: the coordinator's commit index and the
@@ -239,10 +242,11 @@ func (w *Worker) openRaft(hl hclog.Logger, fresh bool) error {
 	w.trans, err = raftnet.New(raftnet.Config{
 		Stream:                mux.StreamLayer(),
 		ServerAddressProvider: addressProvider{w},
-		Limits:                raftnet.Limits{MaxEntries: catchUpEntries, MaxEntryBytes: maxEntryBytes},
+		Limits:                raftnet.Limits{MaxEntries: acceptEntries, MaxEntryBytes: maxEntryBytes},
 		MaxPool:               3,
 		Timeout:               10 * time.Second,
 		Logger:                w.log,
+		BeforeEntries:         w.roomForEntries,
 	})
 	if err != nil {
 		return fmt.Errorf("start the raft transport: %w", err)
@@ -429,13 +433,16 @@ type Stats struct {
 	// worker made for reads as coordinator, Reads the reads that waited
 	// for them: concurrent reads share a round (leader.go).
 	ReadIndexRounds, Reads uint64
+	// ApplyBacklogWaits counts the replication requests this replica, as
+	// a follower, held until its state machine caught up (bounds.go).
+	ApplyBacklogWaits uint64
 }
 
 // Stats reads the worker's state without blocking on Raft.
 func (w *Worker) Stats() Stats {
 	st, reason := w.State()
 	s := Stats{Volume: w.cfg.Volume, Replica: w.cfg.Replica, State: st, Reason: reason,
-		ReadIndexRounds: w.verify.rounds.Load(), Reads: w.verify.reads.Load()}
+		ReadIndexRounds: w.verify.rounds.Load(), Reads: w.verify.reads.Load(), ApplyBacklogWaits: w.applyWaits.Load()}
 	if r := w.shared.Load(); r != nil && st == ReplicaStateRunning {
 		s.RaftState = r.State().String()
 		_, id := r.LeaderWithID()

@@ -24,7 +24,7 @@ type metrics struct {
 
 	rejects, raftState, applied, commit, lag, workers, inUse, limit, waiting *prometheus.Desc
 	followerMatch, followerLag, healthy                                      *prometheus.Desc
-	readRounds, reads                                                        *prometheus.Desc
+	readRounds, reads, applyWaits                                            *prometheus.Desc
 }
 
 func newMetrics(h *Host) *metrics {
@@ -50,6 +50,8 @@ func newMetrics(h *Host) *metrics {
 	m.lag = prometheus.NewDesc("cellfleet_replica_lag_entries", "Entries in this replica's journal not yet applied (last index - applied).", wl, nil)
 	m.readRounds = prometheus.NewDesc("cellfleet_replica_read_index_rounds_total",
 		"Quorum checks of the coordinator's authority made for reads; concurrent reads share one.", wl, nil)
+	m.applyWaits = prometheus.NewDesc("cellfleet_replica_apply_backlog_waits_total",
+		"Replication requests this follower held until its state machine applied the committed entries before them.", wl, nil)
 	m.reads = prometheus.NewDesc("cellfleet_replica_reads_total",
 		"Reads served as coordinator after a quorum check of its authority.", wl, nil)
 	fl := []string{"volume", "replica", "follower"}
@@ -84,7 +86,7 @@ func (m *metrics) rejected(b Bound) {
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.raftState, m.healthy, m.applied, m.commit, m.lag, m.followerMatch, m.followerLag, m.readRounds, m.reads, m.workers, m.inUse, m.limit, m.waiting, m.rejects} {
+	for _, d := range []*prometheus.Desc{m.raftState, m.healthy, m.applied, m.commit, m.lag, m.followerMatch, m.followerLag, m.readRounds, m.reads, m.applyWaits, m.workers, m.inUse, m.limit, m.waiting, m.rejects} {
 		ch <- d
 	}
 }
@@ -113,6 +115,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.commit, prometheus.GaugeValue, float64(s.CommitIndex), s.Volume, s.Replica)
 		ch <- prometheus.MustNewConstMetric(m.readRounds, prometheus.CounterValue, float64(s.ReadIndexRounds), s.Volume, s.Replica)
 		ch <- prometheus.MustNewConstMetric(m.reads, prometheus.CounterValue, float64(s.Reads), s.Volume, s.Replica)
+		ch <- prometheus.MustNewConstMetric(m.applyWaits, prometheus.CounterValue, float64(s.ApplyBacklogWaits), s.Volume, s.Replica)
 		ch <- prometheus.MustNewConstMetric(m.lag, prometheus.GaugeValue, float64(s.LastIndex-min(s.AppliedIndex, s.LastIndex)), s.Volume, s.Replica)
 		for _, f := range s.Followers {
 			ch <- prometheus.MustNewConstMetric(m.followerMatch, prometheus.GaugeValue, float64(f.MatchIndex), s.Volume, s.Replica, f.ID)

@@ -39,3 +39,34 @@ func (l *Log) NewestWithin(budget int64) uint64 {
 	}
 	return count
 }
+
+// BytesBetween returns the bytes of the frames of the entries after index
+// after, up to and including through, that the journal holds. A follower
+// measures with it the entries it knows committed but has not applied yet
+// (the worker's apply backlog bound).
+func (l *Log) BytesBetween(after, through uint64) int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var n int64
+	for i := len(l.segs) - 1; i >= 0; i-- {
+		s := l.segs[i]
+		if len(s.offsets) == 0 || s.first > through {
+			continue
+		}
+		if s.last() <= after {
+			break
+		}
+		end := s.size
+		for k := len(s.offsets) - 1; k >= 0; k-- {
+			idx := s.first + uint64(k)
+			if idx <= after || idx < l.floor {
+				break
+			}
+			if idx <= through {
+				n += end - int64(s.offsets[k])
+			}
+			end = int64(s.offsets[k])
+		}
+	}
+	return n
+}

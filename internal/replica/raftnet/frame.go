@@ -173,8 +173,10 @@ func appendEntryHeader(b []byte, e *raft.Log) []byte {
 
 // readAppendEntries reads one frame after its type byte. Nothing is
 // allocated for a length before it is checked against lim and against the
-// body length, itself checked against lim first.
-func readAppendEntries(r io.Reader, lim Limits) (*raft.AppendEntriesRequest, error) {
+// body length, itself checked against lim first. admit, when not nil, is
+// called with the payload's size once the headers are checked, before the
+// payloads are allocated or read; its error refuses the frame.
+func readAppendEntries(r io.Reader, lim Limits, admit func(payload int64) error) (*raft.AppendEntriesRequest, error) {
 	var fixed [4 + reqFixed]byte
 	if _, err := io.ReadFull(r, fixed[:4]); err != nil {
 		return nil, err
@@ -243,6 +245,11 @@ func readAppendEntries(r io.Reader, lim Limits) (*raft.AppendEntriesRequest, err
 	}
 	if heads+payload != body {
 		return nil, fmt.Errorf("%w: fields and payloads of %d bytes in a body of %d", ErrMalformedFrame, heads+payload, body)
+	}
+	if admit != nil {
+		if err := admit(payload); err != nil {
+			return nil, err
+		}
 	}
 	for i := range logs {
 		d, x := lens[i][0], lens[i][1]

@@ -102,7 +102,7 @@ func FuzzAppendEntriesFrameRoundTrip(f *testing.F) {
 			}
 			req.Entries = append(req.Entries, e)
 		}
-		got, err := readAppendEntries(bytes.NewReader(encodeFrame(t, req, testLimits)), testLimits)
+		got, err := readAppendEntries(bytes.NewReader(encodeFrame(t, req, testLimits)), testLimits, nil)
 		if err != nil {
 			t.Fatalf("decode: %v", err)
 		}
@@ -117,7 +117,7 @@ func TestLargeEntriesRoundTripAtTheBound(t *testing.T) {
 		d := bytes.Repeat([]byte{byte(i)}, testLimits.MaxEntryBytes-i)
 		req.Entries = append(req.Entries, &raft.Log{Index: uint64(10 + i), Term: 2, Type: raft.LogCommand, Data: d, Extensions: make([]byte, i)})
 	}
-	got, err := readAppendEntries(bufio.NewReaderSize(bytes.NewReader(encodeFrame(t, req, testLimits)), bufferSize), testLimits)
+	got, err := readAppendEntries(bufio.NewReaderSize(bytes.NewReader(encodeFrame(t, req, testLimits)), bufferSize), testLimits, nil)
 	if err != nil {
 		t.Fatalf("a request of %d entries of %d bytes, the limits, was refused: %v", testLimits.MaxEntries, testLimits.MaxEntryBytes, err)
 	}
@@ -170,7 +170,7 @@ func TestOversizedOrMalformedFramesAreRefused(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			_, err := readAppendEntries(bytes.NewReader(c.frame), testLimits)
+			_, err := readAppendEntries(bytes.NewReader(c.frame), testLimits, nil)
 			runtime.ReadMemStats(&after)
 			if !errors.Is(err, c.want) {
 				t.Fatalf("frame accepted or refused for another reason: %v, want %v", err, c.want)
@@ -190,5 +190,50 @@ func TestCoordinatorRefusesToSendWhatFollowersRefuse(t *testing.T) {
 	}
 	if w.Buffered() != 0 {
 		t.Fatalf("a refused request left %d bytes in the connection's buffer", w.Buffered())
+	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+// The admission hook sees a request's payload size before any payload is
+// read, its refusal refuses the frame, and a heartbeat never calls it.
+func TestAdmitRunsBeforeThePayloadIsRead(t *testing.T) {
+	req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ID: []byte("r0")}, Term: 3}
+	for i := range 3 {
+		req.Entries = append(req.Entries, &raft.Log{Index: uint64(1 + i), Term: 3, Data: bytes.Repeat([]byte{1}, 1000), Extensions: []byte("x")})
+	}
+	frame := encodeFrame(t, req, testLimits)
+	r := &countingReader{r: bytes.NewReader(frame)}
+	full := errors.New("no room")
+	var seen int64
+	_, err := readAppendEntries(r, testLimits, func(payload int64) error {
+		seen = payload
+		if rest := len(frame) - r.n; int64(rest) != payload {
+			t.Errorf("admit ran with %d bytes of the frame unread, want the %d bytes of payload", rest, payload)
+		}
+		return full
+	})
+	if !errors.Is(err, full) {
+		t.Fatalf("a refused admission gave %v, want the hook's error", err)
+	}
+	if seen != 3*1001 {
+		t.Fatalf("admit saw a payload of %d bytes, want %d", seen, 3*1001)
+	}
+	heartbeat := encodeFrame(t, &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ID: []byte("r0")}, Term: 3}, testLimits)
+	if _, err := readAppendEntries(bytes.NewReader(heartbeat), testLimits, func(int64) error {
+		t.Fatal("admit ran for a request without entries")
+		return nil
+	}); err != nil {
+		t.Fatalf("heartbeat: %v", err)
 	}
 }

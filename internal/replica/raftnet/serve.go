@@ -8,6 +8,7 @@ package raftnet
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -113,7 +114,7 @@ func (t *Transport) serveRequest(r *bufio.Reader, dec *codec.Decoder, enc *codec
 	heartbeat := false
 	switch rpcType(typ) {
 	case rpcAppendEntries:
-		req, err := readAppendEntries(r, t.cfg.Limits)
+		req, err := readAppendEntries(r, t.cfg.Limits, t.admitEntries)
 		if err != nil {
 			return fmt.Errorf("append entries: %w", err)
 		}
@@ -188,4 +189,22 @@ func (t *Transport) fastHeartbeat(rpc raft.RPC) bool {
 	}
 	fn(rpc)
 	return true
+}
+
+// admitEntries runs BeforeEntries for one request's payload, within the
+// request's deadline: a sender whose request waits longer has given up on
+// it, and the connection is closed.
+func (t *Transport) admitEntries(payload int64) error {
+	if t.cfg.BeforeEntries == nil {
+		return nil
+	}
+	ctx, cancel := t.stopped, context.CancelFunc(func() {})
+	if t.cfg.Timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, t.cfg.Timeout)
+	}
+	defer cancel()
+	if err := t.cfg.BeforeEntries(ctx, payload); err != nil {
+		return fmt.Errorf("no room for %d bytes of entries: %w", payload, err)
+	}
+	return nil
 }

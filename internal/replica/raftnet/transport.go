@@ -7,6 +7,7 @@ package raftnet
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -45,6 +46,13 @@ type Config struct {
 	MaxInFlight           int           // pipelined requests per follower; < 2 disables pipelining
 	Timeout               time.Duration // I/O deadline per request
 	Logger                *slog.Logger
+	// BeforeEntries, when set, is called on the receiving side before the
+	// entries of an AppendEntries request are allocated and read, with
+	// their payload's size. It may wait, until ctx ends (at Timeout or
+	// Close), for the replica to make room for them; the connection's
+	// sender waits meanwhile. Its error refuses the request and closes the
+	// connection. Requests without entries (heartbeats) never call it.
+	BeforeEntries func(ctx context.Context, payload int64) error
 }
 
 // Transport implements raft.Transport, raft.WithClose and raft.WithPreVote.
@@ -67,6 +75,8 @@ type Transport struct {
 
 	shutdownMu sync.Mutex
 	shutdown   chan struct{}
+	stopped    context.Context // ends at Close, for BeforeEntries
+	stop       context.CancelFunc
 	closed     bool
 	wg         sync.WaitGroup
 }
@@ -98,6 +108,7 @@ func New(cfg Config) (*Transport, error) {
 	t := &Transport{cfg: cfg, log: cfg.Logger, mp: mp,
 		cons: make(chan raft.RPC), pool: map[raft.ServerAddress][]*conn{},
 		inbound: map[net.Conn]struct{}{}, shutdown: make(chan struct{})}
+	t.stopped, t.stop = context.WithCancel(context.Background())
 	t.wg.Add(1)
 	go t.listen()
 	return t, nil
@@ -340,6 +351,7 @@ func (t *Transport) Close() error {
 	}
 	t.closed = true
 	close(t.shutdown)
+	t.stop()
 	t.shutdownMu.Unlock()
 	err := t.cfg.Stream.Close()
 	t.poolMu.Lock()

@@ -13,10 +13,11 @@ import (
 // passthrough the kernel would write to the backing file behind the model's
 // back.
 type file struct {
-	lf  *fs.LoopbackFile
-	fd  int
-	rec *record
-	p   *FS
+	lf   *fs.LoopbackFile
+	fd   int
+	rec  *record
+	p    *FS
+	path string // the backing path it was opened by, for SlowWrites
 }
 
 var (
@@ -46,6 +47,7 @@ func (f *file) Read(ctx context.Context, buf []byte, off int64) (fuse.ReadResult
 
 func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	f.p.pass()
+	f.p.slowWrite(f.path, len(data))
 	n, errno := f.lf.Write(ctx, data, off)
 	if n > 0 {
 		f.mark(off, off+int64(n))
@@ -55,6 +57,7 @@ func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, sysca
 
 func (f *file) Writev(ctx context.Context, data [][]byte, off int64) (uint32, syscall.Errno) {
 	f.p.pass()
+	f.p.slowWrite(f.path, vecLen(data))
 	n, errno := f.lf.Writev(ctx, data, off)
 	if n > 0 {
 		f.mark(off, off+int64(n))
@@ -128,4 +131,11 @@ func (d *dir) Releasedir(ctx context.Context, flags uint32) {
 func (d *dir) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
 	d.n.p.pass()
 	return d.n.p.syncDir(d.n.backing())
+}
+
+func vecLen(data [][]byte) (n int) {
+	for _, b := range data {
+		n += len(b)
+	}
+	return n
 }

@@ -1,6 +1,9 @@
 package powercut
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // A frozen disk: every operation that changes the filesystem (data writes,
 // truncations, namespace changes) or makes it durable (fsync, fdatasync,
@@ -11,11 +14,16 @@ import "sync"
 // preemption signals would otherwise turn it into EINTR, which is a failing
 // disk, not a stalled one) and is released by Thaw, Cut or Close.
 
-// gate is the freeze state; the zero value is thawed.
+// gate is the freeze and pacing state (SlowWrites, slow.go); the zero
+// value is thawed and not slowed.
 type gate struct {
 	mu      sync.Mutex
 	thawed  chan struct{} // closed by Thaw; nil while not frozen
 	blocked int           // operations waiting now
+
+	slowDir string    // SlowWrites' directory, a backing path
+	rate    int64     // SlowWrites' bytes per second; 0: not slowed
+	due     time.Time // when the writes paced so far are done
 }
 
 // Freeze makes every later mutating or syncing operation block until Thaw.

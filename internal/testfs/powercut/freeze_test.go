@@ -3,6 +3,7 @@ package powercut_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -94,5 +95,43 @@ func TestCloseThawsAFrozenFilesystem(t *testing.T) {
 	}
 	if err := <-closed; err != nil {
 		t.Fatalf("close a frozen filesystem: %v", err)
+	}
+}
+
+// Writes below a slowed directory are paced to its rate; writes
+// elsewhere, and writes after SlowWrites(dir, 0), are not; what was
+// written is kept.
+func TestSlowWritesPacesDataWritesBelowItsDirectory(t *testing.T) {
+	p, root := mountT(t)
+	for _, d := range []string{"slow", "fast"} {
+		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 1 MiB at 4 MiB/s: at least 250 ms, whatever the kernel's request
+	// sizes (the page cache may hold it, so the fsync waits for it).
+	const rate, size = 4 << 20, 1 << 20
+	const paced = time.Duration(size * int64(time.Second) / rate)
+	data := strings.Repeat("x", size)
+	took := func(path string) time.Duration {
+		start := time.Now()
+		writeFile(t, path, data, true)
+		return time.Since(start)
+	}
+	p.SlowWrites("slow", rate)
+	if d := took(filepath.Join(root, "slow", "f")); d < paced {
+		t.Fatalf("1 MiB below the directory paced to 4 MiB/s took %s, want at least %s", d, paced)
+	}
+	if d := took(filepath.Join(root, "fast", "f")); d >= paced {
+		t.Fatalf("1 MiB outside the slowed directory took %s, as paced", d)
+	}
+	p.SlowWrites("slow", 0)
+	if d := took(filepath.Join(root, "slow", "g")); d >= paced {
+		t.Fatalf("after SlowWrites(dir, 0) 1 MiB below it still took %s", d)
+	}
+	for _, f := range []string{"slow/f", "fast/f", "slow/g"} {
+		if b, err := os.ReadFile(filepath.Join(root, f)); err != nil || string(b) != data {
+			t.Fatalf("read %s back: %d bytes, %v", f, len(b), err)
+		}
 	}
 }

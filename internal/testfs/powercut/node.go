@@ -91,7 +91,7 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 			return nil, nil, 0, errno
 		}
 	}
-	f, errno := n.p.wrap(fh, flags, before.Size)
+	f, errno := n.p.wrap(fh, filepath.Join(n.backing(), name), flags, before.Size)
 	return ch, f, fflags, errno
 }
 
@@ -107,7 +107,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if errno != 0 {
 		return nil, 0, errno
 	}
-	f, errno := n.p.wrap(fh, flags, before.Size)
+	f, errno := n.p.wrap(fh, n.backing(), flags, before.Size)
 	return f, fflags, errno
 }
 

@@ -65,9 +65,10 @@ func (p *FS) mount() error {
 	return nil
 }
 
-// wrap turns a loopback handle into one whose writes the model sees.
-// oldSize is the size before an O_TRUNC open, whose bytes are then unsynced.
-func (p *FS) wrap(fh fs.FileHandle, flags uint32, oldSize int64) (*file, syscall.Errno) {
+// wrap turns a loopback handle, opened by the backing path path, into one
+// whose writes the model sees. oldSize is the size before an O_TRUNC open,
+// whose bytes are then unsynced.
+func (p *FS) wrap(fh fs.FileHandle, path string, flags uint32, oldSize int64) (*file, syscall.Errno) {
 	lf, ok := fh.(*fs.LoopbackFile)
 	if !ok {
 		return nil, syscall.EIO
@@ -88,7 +89,7 @@ func (p *FS) wrap(fh fs.FileHandle, flags uint32, oldSize int64) (*file, syscall
 	if flags&syscall.O_TRUNC != 0 && r.kind == kindFile {
 		r.markPages(0, oldSize)
 	}
-	return &file{lf: lf, fd: fd, rec: r, p: p}, 0
+	return &file{lf: lf, fd: fd, rec: r, p: p, path: path}, 0
 }
 
 func (p *FS) syncFile(f *file) syscall.Errno {
