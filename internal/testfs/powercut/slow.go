@@ -9,10 +9,10 @@ import (
 // SlowWrites paces the data writes to files below dir (relative to the
 // mountpoint; "" for all) to rate bytes per second, and rate = 0 ends it:
 // part of a disk that keeps moving, slowly, as a busy or throttled device
-// does for buffered writes. Writes are paced together, not each delayed:
-// the kernel sends writeback in requests as small as a page, and sleeping
-// per request would measure the timer, not the rate. Namespace changes and
-// syncs and allocations are not slowed.
+// does. Writes are paced together, not each delayed: a writer's requests
+// may be as small as a page, and sleeping per request would measure the
+// timer, not the rate. Namespace changes, syncs and allocations are not
+// slowed.
 func (p *FS) SlowWrites(dir string, rate int64) {
 	p.gate.mu.Lock()
 	defer p.gate.mu.Unlock()
