@@ -11,20 +11,13 @@ import (
 // It skips the test where FUSE cannot be mounted directly.
 func MountT(t testing.TB) *FS {
 	t.Helper()
-	return MountAtT(t, t.TempDir(), t.TempDir())
-}
-
-// MountAtT is MountT over the existing directory backing, at the existing
-// empty directory mountpoint.
-func MountAtT(t testing.TB, backing, mountpoint string) *FS {
-	t.Helper()
 	if os.Getuid() != 0 {
 		t.Skip("the power-cut filesystem mounts FUSE directly, which needs root")
 	}
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		t.Skipf("the power-cut filesystem needs /dev/fuse: %v", err)
 	}
-	p, err := Mount(backing, mountpoint)
+	p, err := Mount(t.TempDir(), t.TempDir())
 	if err != nil {
 		t.Fatalf("mount the power-cut filesystem: %v", err)
 	}
