@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
+	"github.com/cellfleet/cellfleet/internal/testenv"
 )
 
 // kubeSim plays, for one namespace, the parts of Kubernetes that envtest does
@@ -115,7 +116,7 @@ func (k *kubeSim) step(ctx context.Context) {
 		k.syncStatefulSet(ctx, &sets.Items[i])
 	}
 	k.collectOrphans(ctx, sets.Items)
-	k.protectClaims(ctx)
+	k.must(testenv.LiftPVCProtection(ctx, k.c, k.ns))
 	var pods corev1.PodList
 	k.must(k.c.List(ctx, &pods, client.InNamespace(k.ns)))
 	for i := range pods.Items {
@@ -475,39 +476,6 @@ func setCond(p *corev1.Pod, c corev1.PodCondition) {
 		}
 	}
 	p.Status.Conditions = append(p.Status.Conditions, c)
-}
-
-const pvcProtection = "kubernetes.io/pvc-protection"
-
-func (k *kubeSim) protectClaims(ctx context.Context) {
-	var claims corev1.PersistentVolumeClaimList
-	k.must(k.c.List(ctx, &claims, client.InNamespace(k.ns)))
-	var pods corev1.PodList
-	k.must(k.c.List(ctx, &pods, client.InNamespace(k.ns)))
-	used := map[string]bool{}
-	for _, p := range pods.Items {
-		for _, v := range p.Spec.Volumes {
-			if v.PersistentVolumeClaim != nil {
-				used[v.PersistentVolumeClaim.ClaimName] = true
-			}
-		}
-	}
-	for i := range claims.Items {
-		c := &claims.Items[i]
-		if c.DeletionTimestamp == nil || used[c.Name] {
-			continue
-		}
-		var keep []string
-		for _, f := range c.Finalizers {
-			if f != pvcProtection {
-				keep = append(keep, f)
-			}
-		}
-		if len(keep) != len(c.Finalizers) {
-			c.Finalizers = keep
-			k.must(k.c.Update(ctx, c))
-		}
-	}
 }
 
 // until steps the simulated cluster alone (no operator) until done holds.

@@ -9,9 +9,10 @@ package volume
 //  2. per replica, once the host acknowledged by writing the backing claim's
 //     UID into status.releasedClaimUID (a claim that was never bound and
 //     never protected needs no acknowledgement), the host's backing-use
-//     finalizer is removed and the claim deleted, then the replica's Service
-//     (its EndpointSlice is the host's and goes with it) and Secret, and the
-//     replica's release finalizer is removed;
+//     finalizer is removed and the claim deleted; once the claim is gone
+//     (kube-controller-manager lifts kubernetes.io/pvc-protection), the
+//     replica's Service (its EndpointSlice is the host's and goes with it)
+//     and Secret go, and the replica's release finalizer is removed;
 //  3. once no replica remains, the mount and CA Secrets go and the volume's
 //     finalizer is removed.
 // Every delete carries the object's UID as a precondition, so an object of
@@ -106,6 +107,11 @@ func (r *Reconciler) releaseReplica(ctx context.Context, rv *storagev1alpha1.Rep
 		if err := r.reclaim(ctx, claim); err != nil {
 			return "", err
 		}
+		// The claim goes once kube-controller-manager lifts
+		// kubernetes.io/pvc-protection; until then the replica stays, and
+		// so does the volume, which must be the last of its objects to go.
+		// The claim's removal reconciles the volume (it owns its claims).
+		return fmt.Sprintf("replica %s: waiting for its backing claim %s to be removed", vr.Name, claim.Name), nil
 	}
 	svc := &corev1.Service{}
 	if err := r.deleteOwned(ctx, rv, client.ObjectKey{Namespace: r.namespace, Name: vr.Name}, svc); err != nil {

@@ -1,6 +1,7 @@
 package volume_test
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -173,10 +174,8 @@ func TestDeletionWaitsForReleaseAcknowledgement(t *testing.T) {
 	if n := len(fx.services(rv.Name)); n != 0 {
 		t.Errorf("%d services left behind", n)
 	}
-	for _, c := range fx.claims(rv.Name) {
-		if c.DeletionTimestamp == nil {
-			t.Errorf("claim %s not deleted", c.Name)
-		}
+	if cs := fx.claims(rv.Name); len(cs) != 0 {
+		t.Errorf("%d backing claims left behind the volume", len(cs))
 	}
 
 	// Order and preconditions.
@@ -199,5 +198,55 @@ func TestDeletionWaitsForReleaseAcknowledgement(t *testing.T) {
 	}
 	if firstClaimDelete < 0 || lastReplicaDelete < 0 || firstClaimDelete < lastReplicaDelete {
 		t.Errorf("deletes out of order: last VolumeReplica delete at %d, first claim delete at %d; replicas go first", lastReplicaDelete, firstClaimDelete)
+	}
+}
+
+// The volume is the last of its objects to go: a deleted backing claim that
+// kube-controller-manager has not yet let go (kubernetes.io/pvc-protection)
+// keeps its replica, and so the volume, which says what it waits for.
+func TestVolumeOutlastsItsBackingClaims(t *testing.T) {
+	fx := newFixture(t)
+	rv := fx.provisioned()
+	fx.holdProtection = true
+	if err := env.Client.Delete(fx.ctx, fx.get(rv.Name)); err != nil {
+		t.Fatal(err)
+	}
+	fx.converge(rv.Name)
+
+	cs := fx.claims(rv.Name)
+	if len(cs) != 3 {
+		t.Fatalf("%d backing claims, want 3 held by kubernetes.io/pvc-protection", len(cs))
+	}
+	for _, c := range cs {
+		if c.DeletionTimestamp == nil {
+			t.Fatalf("claim %s not deleted: nothing needed a release acknowledgement", c.Name)
+		}
+	}
+	err := env.Client.Get(fx.ctx, client.ObjectKey{Name: rv.Name}, &storagev1alpha1.ReplicatedVolume{})
+	if apierrors.IsNotFound(err) {
+		t.Fatal("the volume went before its backing claims: it must be the last of its objects")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := condition(fx.get(rv.Name), storagev1alpha1.VolumeDeleting)
+	if c == nil || c.Reason != storagev1alpha1.ReasonReleasePending.String() || !strings.Contains(c.Message, "backing claim "+cs[0].Name+" to be removed") {
+		t.Errorf("Deleting = %+v, want ReleasePending naming the claims it waits for", c)
+	}
+	if n := len(fx.replicas(rv.Name)); n != 3 {
+		t.Errorf("%d VolumeReplicas while their claims remain, want 3", n)
+	}
+
+	fx.holdProtection = false
+	fx.converge(rv.Name)
+	err = env.Client.Get(fx.ctx, client.ObjectKey{Name: rv.Name}, &storagev1alpha1.ReplicatedVolume{})
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("volume still exists once its claims are gone: %v", err)
+	}
+	if n := len(fx.claims(rv.Name)); n != 0 {
+		t.Errorf("%d backing claims left", n)
+	}
+	if n := len(fx.replicas(rv.Name)); n != 0 {
+		t.Errorf("%d VolumeReplicas left", n)
 	}
 }

@@ -73,8 +73,8 @@ func (fx *fixture) noDuplicates(volumeName string, wantReplicas int) {
 	if replacements > 1 {
 		fx.t.Errorf("%d replacements at once: %v", replacements, names(vrs))
 	}
-	// envtest runs no PVC protection controller: a deleted claim keeps
-	// kubernetes.io/pvc-protection; being deleted is what counts.
+	// A deleted claim waits for the played PVC protection controller
+	// (converge) to go; being deleted is what counts.
 	live := 0
 	for _, c := range fx.claims(volumeName) {
 		if c.DeletionTimestamp == nil {

@@ -49,6 +49,9 @@ type fixture struct {
 	// opts are the manager's flags the next restart uses (namespaces and
 	// the API reader are the fixture's).
 	opts volume.Options
+	// holdProtection keeps kubernetes.io/pvc-protection on deleted claims,
+	// as a kube-controller-manager that has not got to them yet would.
+	holdProtection bool
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -154,10 +157,16 @@ func (fx *fixture) reconcile(name string) (ctrl.Result, error) {
 }
 
 // converge reconciles until a reconcile makes no write (the controller's
-// fixed point) and fails the test if it never gets there.
+// fixed point) and fails the test if it never gets there. Before each
+// reconcile it plays the PVC protection controller, unless holdProtection.
 func (fx *fixture) converge(name string) {
 	fx.t.Helper()
 	for round := 0; round < 20; round++ {
+		if !fx.holdProtection {
+			if err := testenv.LiftPVCProtection(fx.ctx, env.Client, fx.ns); err != nil {
+				fx.t.Fatal(err)
+			}
+		}
 		before := len(fx.rec.recorded())
 		if _, err := fx.reconcile(name); err != nil {
 			fx.t.Logf("reconcile %d of %s: %v", round, name, err)

@@ -9,10 +9,12 @@
 //
 // envtest runs no kubelet, scheduler, csi-provisioner or PV controller, so
 // the stack plays exactly those parts, and says so where it does: the NODE
-// Pod whose replica-host container is reported ready (kubelet), and each
+// Pod whose replica-host container is reported ready (kubelet), each
 // backing claim's provisioning: CreateVolume on the selected node's local
 // driver, a PV of local.storage.eric.dev with that node's affinity, bound
-// to the claim (csi-provisioner in distributed mode and the PV controller).
+// to the claim (csi-provisioner in distributed mode and the PV controller),
+// and the lifting of kubernetes.io/pvc-protection from deleted claims
+// (kube-controller-manager's PVC protection controller).
 //
 // This package is imported by tests only; production code must never import it.
 package nodestack
@@ -162,6 +164,7 @@ func New(t *testing.T, env *testenv.Env, hostBinary, managerNS string) *Stack {
 			t.Fatal(err)
 		}
 	}
+	s.playPVCProtection()
 	return s
 }
 

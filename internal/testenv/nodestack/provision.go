@@ -10,10 +10,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 	"github.com/cellfleet/cellfleet/internal/csi/local"
+	"github.com/cellfleet/cellfleet/internal/testenv"
 )
 
 // ProvisionClaims plays, for each backing claim of the volume, the local
@@ -160,11 +160,10 @@ func (s *Stack) reclaim(sel client.ListOption) (int, error) {
 		c := &corev1.PersistentVolumeClaim{}
 		err := s.Env.Client.Get(s.Ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, c)
 		switch {
-		case err == nil && c.UID == ref.UID && (c.DeletionTimestamp == nil || controllerutil.ContainsFinalizer(c, storagev1alpha1.FinalizerBackingUse)):
-			// Still claimed, or in use: the PV controller waits for the claim
-			// to be gone. envtest runs no pvc-protection controller, so a
-			// deleted claim keeps kubernetes.io/pvc-protection; once the
-			// backing-use finalizer is off nothing uses it.
+		case err == nil && c.UID == ref.UID:
+			// The PV controller waits for the claim to be gone: a deleted
+			// one goes once its host's backing-use finalizer is off and
+			// the played PVC protection controller let it (New).
 			left++
 			continue
 		case err != nil && !apierrors.IsNotFound(err):
@@ -187,4 +186,25 @@ func (s *Stack) reclaim(sel client.ListOption) (int, error) {
 		}
 	}
 	return left, nil
+}
+
+// playPVCProtection plays kube-controller-manager's PVC protection
+// controller until the test ends: the volume controller waits for a deleted
+// backing claim to be gone, which without it would never be.
+func (s *Stack) playPVCProtection() {
+	ctx, cancel := context.WithCancel(s.Ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if err := testenv.LiftPVCProtection(ctx, s.Env.Client, s.NS); err != nil && ctx.Err() == nil {
+				s.T.Logf("played PVC protection: %v (retrying)", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond): // kube-controller-manager reacts about as fast
+			}
+		}
+	}()
+	s.T.Cleanup(func() { cancel(); <-done })
 }
