@@ -10,12 +10,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
-// PVCProtection is the finalizer the API server's StorageObjectInUseProtection
+// pvcProtection is the finalizer the API server's StorageObjectInUseProtection
 // admission plugin adds to every claim.
-const PVCProtection = "kubernetes.io/pvc-protection"
+const pvcProtection = "kubernetes.io/pvc-protection"
 
 // LiftPVCProtection plays kube-controller-manager's PVC protection
-// controller, which envtest does not run: it removes PVCProtection from every
+// controller, which envtest does not run: it removes pvcProtection from every
 // deleted claim of namespace that no Pod there names, so the claim goes once
 // its other finalizers have. Without it a deleted claim stays forever, and a
 // test could not tell a controller that waits for its claims to be gone from
@@ -39,11 +39,11 @@ func LiftPVCProtection(ctx context.Context, c client.Client, namespace string) e
 	}
 	for i := range claims.Items {
 		claim := &claims.Items[i]
-		if claim.DeletionTimestamp == nil || used[claim.Name] || !controllerutil.RemoveFinalizer(claim, PVCProtection) {
+		if claim.DeletionTimestamp == nil || used[claim.Name] || !controllerutil.RemoveFinalizer(claim, pvcProtection) {
 			continue
 		}
 		if err := c.Update(ctx, claim); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("lift %s from claim %s/%s: %w", PVCProtection, namespace, claim.Name, err)
+			return fmt.Errorf("lift %s from claim %s/%s: %w", pvcProtection, namespace, claim.Name, err)
 		}
 	}
 	return nil

@@ -121,31 +121,21 @@ func (s *Stack) Reclaim(volumeName string) (int, error) {
 // background until the test ends: for tests that create volumes they do
 // not name (csi-sanity).
 func (s *Stack) PlayProvisioner() {
-	ctx, cancel := context.WithCancel(s.Ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			claims := &corev1.PersistentVolumeClaimList{}
-			if err := s.Env.Client.List(ctx, claims, client.InNamespace(s.NS), client.HasLabels{storagev1alpha1.LabelVolume}); err == nil {
-				for i := range claims.Items {
-					if c := &claims.Items[i]; c.DeletionTimestamp == nil {
-						if err := s.provision(c); err != nil && ctx.Err() == nil {
-							s.T.Logf("played provisioner: %v (retrying)", err)
-						}
+	s.playInBackground(func(ctx context.Context) {
+		claims := &corev1.PersistentVolumeClaimList{}
+		if err := s.Env.Client.List(ctx, claims, client.InNamespace(s.NS), client.HasLabels{storagev1alpha1.LabelVolume}); err == nil {
+			for i := range claims.Items {
+				if c := &claims.Items[i]; c.DeletionTimestamp == nil {
+					if err := s.provision(c); err != nil && ctx.Err() == nil {
+						s.T.Logf("played provisioner: %v (retrying)", err)
 					}
 				}
 			}
-			if _, err := s.reclaim(client.HasLabels{storagev1alpha1.LabelVolume}); err != nil && ctx.Err() == nil {
-				s.T.Logf("played reclaim: %v (retrying)", err)
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond): // the played provisioner's polling interval
-			}
 		}
-	}()
-	s.T.Cleanup(func() { cancel(); <-done })
+		if _, err := s.reclaim(client.HasLabels{storagev1alpha1.LabelVolume}); err != nil && ctx.Err() == nil {
+			s.T.Logf("played reclaim: %v (retrying)", err)
+		}
+	})
 }
 
 func (s *Stack) reclaim(sel client.ListOption) (int, error) {
@@ -192,19 +182,30 @@ func (s *Stack) reclaim(sel client.ListOption) (int, error) {
 // controller until the test ends: the volume controller waits for a deleted
 // backing claim to be gone, which without it would never be.
 func (s *Stack) playPVCProtection() {
+	s.playInBackground(func(ctx context.Context) {
+		if err := testenv.LiftPVCProtection(ctx, s.Env.Client, s.NS); err != nil && ctx.Err() == nil {
+			s.T.Logf("played PVC protection: %v (retrying)", err)
+		}
+	})
+}
+
+// playInBackground runs step every playInterval until the test ends.
+func (s *Stack) playInBackground(step func(ctx context.Context)) {
 	ctx, cancel := context.WithCancel(s.Ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			if err := testenv.LiftPVCProtection(ctx, s.Env.Client, s.NS); err != nil && ctx.Err() == nil {
-				s.T.Logf("played PVC protection: %v (retrying)", err)
-			}
+			step(ctx)
 			select {
 			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond): // kube-controller-manager reacts about as fast
+			case <-time.After(playInterval):
 			}
 		}
 	}()
 	s.T.Cleanup(func() { cancel(); <-done })
 }
+
+// playInterval is how often the played controllers look again: the real
+// ones react about as fast.
+const playInterval = 100 * time.Millisecond
