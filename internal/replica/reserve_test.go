@@ -145,3 +145,58 @@ func TestCallsAfterACreateSentBehindSeeTheFile(t *testing.T) {
 		}
 	}
 }
+
+// Creates queued while the calls carrying earlier ones are busy leave
+// together: a few journal entries carry them all, and each keeps its own
+// outcome (one the engine refuses fails alone). Sent one call each, the
+// 200 creates took 200 entries.
+func TestCreatesSentBehindShareJournalEntries(t *testing.T) {
+	g := newGroup(t, 3)
+	c := g.client(t)
+	ctx := context.Background()
+	const n = 200
+	first, err := c.ReserveInos(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastIndex := func() uint64 {
+		var last uint64
+		for _, w := range g.workers {
+			last = max(last, w.Stats().LastIndex)
+		}
+		return last
+	}
+	before := lastIndex()
+	const refused = 120 // made with the inode of the create before it: in use
+	var outs []<-chan error
+	for i := range n {
+		ino := first + uint64(i)
+		if i == refused {
+			ino--
+		}
+		outs = append(outs, createBehind(t, c, client.RootIno, fmt.Sprint("f", i), client.NewFileAttr(ino, 0o644, 0, 0, time.Now().UnixNano())))
+	}
+	for i, o := range outs {
+		err := outcome(t, o)
+		switch {
+		case i == refused && !errors.Is(err, syscall.EIO):
+			t.Errorf("create %d with an inode in use: %v, want EIO", i, err)
+		case i != refused && err != nil:
+			t.Errorf("create %d: %v", i, err)
+		}
+	}
+	entries := lastIndex() - before
+	t.Logf("%d creates sent behind took %d journal entries", n, entries)
+	if entries > n/4 {
+		t.Errorf("%d creates sent behind took %d journal entries: creates queued behind busy calls must leave together", n, entries)
+	}
+	for i := range n {
+		_, err := c.Lookup(ctx, client.RootIno, fmt.Sprint("f", i))
+		switch {
+		case i == refused && !errors.Is(err, syscall.ENOENT):
+			t.Errorf("lookup of the refused create: %v, want ENOENT", err)
+		case i != refused && err != nil:
+			t.Errorf("lookup of f%d: %v", i, err)
+		}
+	}
+}

@@ -2,11 +2,19 @@ package client
 
 // Creates sent behind: a single-writer mount answers a create before its
 // commit (internal/fuse, create-behind), so one thread creating files is
-// not held to one commit per file. CreateBehind sends the create and
+// not held to one commit per file. CreateBehind queues the create and
 // returns; every later call of this client (but another CreateBehind) first
 // waits until the creates sent before it have been answered, so whatever
 // the mount does next with a new file reaches the engine after the file
 // exists, and a Settle is the point from which they are all durable.
+//
+// At most behindCalls engine calls carry creates at once. A create that
+// finds one free leaves at once; creates that arrive while they are all
+// busy queue and leave together as one call, so one journal entry (one
+// proposal, one replication, one apply) carries them all. Each create is
+// its own operation with its own result, so one refused create fails alone.
+// Sent one call each, the creates of one thread were held to raft's batch of
+// MaxAppendEntries entries per journal write (docs/performance.md).
 
 import (
 	"context"
@@ -17,17 +25,30 @@ import (
 	"github.com/cellfleet/cellfleet/internal/replica/wire"
 )
 
-// MaxBehind bounds the creates sent and not yet answered; CreateBehind waits
-// for a free slot beyond it.
+// MaxBehind bounds the creates queued or sent and not yet answered;
+// CreateBehind waits for a free slot beyond it.
 const MaxBehind = 128
 
+// behindCalls bounds the engine calls carrying creates at once, as the
+// mount's write batcher bounds its calls (internal/fuse, batch.go).
+const behindCalls = 4
+
 type behind struct {
-	slots chan struct{} // one token per create in flight
+	slots chan struct{} // one token per create queued or in flight
 
 	mu     sync.Mutex
 	next   uint64              // ticket of the next create
 	out    map[uint64]struct{} // tickets not yet answered
 	answer chan struct{}       // closed and replaced at each answer
+	queue  []behindCreate      // creates waiting for a call
+	calls  int                 // calls carrying creates now
+}
+
+// behindCreate is one create queued behind.
+type behindCreate struct {
+	op     wire.Op
+	done   func(error)
+	ticket uint64
 }
 
 func newBehind() behind {
@@ -69,24 +90,60 @@ func (c *Client) CreateBehind(ctx context.Context, parent uint64, name string, a
 	ticket := b.next
 	b.next++
 	b.out[ticket] = struct{}{}
+	b.queue = append(b.queue, behindCreate{op: op, done: done, ticket: ticket})
+	start := b.calls < behindCalls
+	if start {
+		b.calls++
+	}
 	b.mu.Unlock()
-	go func() {
-		res, err := c.send(context.WithoutCancel(ctx), []wire.Op{op})
-		if err == nil {
-			err = res[0].Err()
-		}
-		// The caller learns the outcome before any Settle returns, so a
-		// failure it reports at a later fsync cannot be missed. done must
-		// not call this client (its own Settle would wait for itself).
-		done(err)
+	if start {
+		go c.sendBehind(context.WithoutCancel(ctx))
+	}
+	return nil
+}
+
+// sendBehind sends the queued creates, as many as one call takes at a
+// time, until none is queued.
+func (c *Client) sendBehind(ctx context.Context) {
+	b := &c.behind
+	for {
 		b.mu.Lock()
-		delete(b.out, ticket)
+		if len(b.queue) == 0 {
+			b.calls--
+			b.mu.Unlock()
+			return
+		}
+		n := min(len(b.queue), c.cfg.MaxSpan)
+		batch := b.queue[:n]
+		b.queue = append([]behindCreate(nil), b.queue[n:]...)
+		b.mu.Unlock()
+
+		ops := make([]wire.Op, len(batch))
+		for i := range batch {
+			ops[i] = batch[i].op
+		}
+		res, err := c.send(ctx, ops)
+		// The callers learn the outcomes before any Settle returns, so a
+		// failure one reports at a later fsync cannot be missed. done must
+		// not call this client (its own Settle would wait for itself).
+		for i := range batch {
+			e := err
+			if e == nil {
+				e = res[i].Err()
+			}
+			batch[i].done(e)
+		}
+		b.mu.Lock()
+		for i := range batch {
+			delete(b.out, batch[i].ticket)
+		}
 		close(b.answer)
 		b.answer = make(chan struct{})
 		b.mu.Unlock()
-		<-b.slots
-	}()
-	return nil
+		for range batch {
+			<-b.slots
+		}
+	}
 }
 
 // Settle waits until every create sent behind before it has been answered.
