@@ -15,6 +15,11 @@
 # SUB selects sub-benchmarks (a -test.bench pattern after the top-level
 # name, e.g. SUB='^write-behind$').
 #
+# BEFORE_RUN is a shell command run before each benchmark binary, e.g. one
+# that fills the page cache so that both sides write into memory the VM
+# must fetch from its hypervisor (docs/performance.md, "Backing files leave
+# the page cache at checkpoints").
+#
 # For rates (MiB/s, IOPS, creates/s, stats/s) a ratio above 1 is faster; for
 # latencies (-µs) and processor time (cpu-ms/MiB) below 1 is better.
 set -euo pipefail
@@ -45,6 +50,7 @@ run() { # run new|old benchmark
 	[ "$1" = old ] && dir=$tmp/base
 	local pattern="^$2\$"
 	[ -n "$sub" ] && pattern="$pattern/$sub"
+	[ -n "${BEFORE_RUN:-}" ] && bash -c "$BEFORE_RUN"
 	(cd "$dir/internal/fuse" && "$tmp/$1.test" -test.run '^$' -test.bench "$pattern" \
 		-test.benchtime "$benchtime" -test.timeout 60m 2>&1) |
 		grep -E '^Benchmark' | sed "s/^/$1 /" | tee -a "$tmp/results" >&2

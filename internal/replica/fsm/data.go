@@ -59,8 +59,12 @@ func (f *FSM) write(op *wire.Op) wire.Result {
 		_, err = fh.WriteAt(op.Data, int64(op.Offset))
 	}
 	if err != nil {
+		f.sums.forget(op.Ino)
 		f.fail(err)
 		return errno(syscall.EIO)
+	}
+	if f.sums.wrote(op.Ino, n.Attr.Size, op.Offset, op.Data) {
+		dropBehind(fh, op.Offset, end)
 	}
 	if end > n.Attr.Size {
 		f.resize(n, end)
@@ -78,6 +82,7 @@ func (f *FSM) truncate(ino, size uint64, now int64) wire.Result {
 	if e := f.grow(n, size); e != 0 {
 		return wire.Result{Errno: e}
 	}
+	f.sums.forget(ino)
 	fh, err := f.writable(ino)
 	if err == nil {
 		err = fh.Truncate(int64(size))
@@ -113,6 +118,7 @@ func (f *FSM) fallocate(op *wire.Op) wire.Result {
 			return wire.Result{Errno: e}
 		}
 	}
+	f.sums.forget(op.Ino)
 	fh, err := f.writable(op.Ino)
 	if err == nil {
 		err = unix.Fallocate(int(fh.Fd()), op.Flags, int64(op.Offset), int64(op.Size))

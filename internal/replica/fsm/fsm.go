@@ -58,6 +58,7 @@ type FSM struct {
 	st    *state
 	files *fileCache
 	ra    readAhead // sequential readers' readahead (readahead.go)
+	sums  seqSums   // checksums of files written in order (seqsum.go)
 
 	appliedMu sync.Mutex
 	applied   uint64

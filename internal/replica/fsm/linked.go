@@ -109,7 +109,8 @@ func (s *snapshot) persistLinked(sink FilesSink, prev map[uint64]linkedFile) (n 
 			}
 			return 0, true, fmt.Errorf("link the capture of inode %d: %w", ino, err)
 		}
-		lf, err := syncAndSum(dst, s.sizes[ino], prev[ino])
+		known, inOrder := s.inOrder[ino]
+		lf, err := syncAndSum(dst, s.sizes[ino], prev[ino], known, inOrder)
 		if err != nil {
 			return 0, true, fmt.Errorf("checkpoint file of inode %d: %w", ino, err)
 		}
@@ -128,8 +129,9 @@ func (s *snapshot) persistLinked(sink FilesSink, prev map[uint64]linkedFile) (n 
 
 // syncAndSum makes a linked file durable (the tree is never synced) and
 // returns its checksum, reusing prev's when prev linked the same inode at
-// the same size: that inode has not changed since.
-func syncAndSum(path string, size uint64, prev linkedFile) (linkedFile, error) {
+// the same size (that inode has not changed since), or taking known when
+// the apply kept it (inOrder: seqsum.go), else reading the file.
+func syncAndSum(path string, size uint64, prev linkedFile, known uint32, inOrder bool) (linkedFile, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return linkedFile{}, err
@@ -146,6 +148,10 @@ func syncAndSum(path string, size uint64, prev linkedFile) (linkedFile, error) {
 	}
 	if err := unix.Fdatasync(int(fh.Fd())); err != nil {
 		return linkedFile{}, fmt.Errorf("fdatasync: %w", err)
+	}
+	if inOrder {
+		lf.sum = known
+		return lf, nil
 	}
 	h := crc32.New(castagnoli)
 	if err := copySized(h, fh, size); err != nil {

@@ -1,0 +1,110 @@
+package fsm
+
+// Files written in order: their checksum kept by the apply, their pages
+// dropped behind the writes.
+//
+// The apply writes every byte of a volume into a backing file through the
+// page cache, where the bytes would stay: each replica host would cache its
+// whole replica, though only the coordinator reads it and the mount's own
+// page cache serves its reader first. Growing the page cache is also the
+// dearest part of a write on machines whose free memory goes back to their
+// hypervisor: a page not used since costs 2.5 to 5 ms of processor time per
+// MiB to fill, against 0.2 for one freed a moment ago (docs/performance.md,
+// "Pages of files written in order dropped behind the writes").
+//
+// A linked checkpoint checksums every file changed since the last one
+// (linked.go), so dropping the pages of any written file would make the
+// next checkpoint read it back from the disk. For a file written in order
+// from its start, which is how files are streamed, logged or copied, the
+// apply keeps the CRC-32C of its bytes as it writes them; a checkpoint
+// capturing the file at that size takes the checksum without reading, and
+// the file's pages can leave the cache behind the writes. Any other change
+// of the file (a write elsewhere, a truncate, an allocation) forgets its
+// checksum, and the checkpoint reads the file as before.
+
+import (
+	"hash/crc32"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	// maxSeqSums bounds the files whose running checksum is kept (inode
+	// numbers are never reused, so a removed file's entry is only wasted
+	// until the table starts over, which costs the checkpoint a read).
+	maxSeqSums = 4096
+	// dropBehindMinWrite: smaller writes keep their pages.
+	dropBehindMinWrite = 256 << 10
+	// dropBehindLag is how far behind a write its predecessors' pages are
+	// dropped: several writes' time for the writeback started at each to
+	// finish (posix_fadvise DONTNEED skips pages still dirty or being
+	// written).
+	dropBehindLag = 16 << 20
+	pageBytes     = 4 << 10
+)
+
+// seqSum is the CRC-32C of a file's first size bytes, all written in order.
+type seqSum struct {
+	size uint64
+	crc  uint32
+}
+
+// seqSums is guarded by the state machine's lock: the apply changes it
+// under the write lock, a capture reads it under the read lock.
+type seqSums struct {
+	m map[uint64]seqSum
+}
+
+// wrote records a write of data at off to ino, which held before bytes,
+// and reports whether the file is still one written in order.
+func (s *seqSums) wrote(ino, before, off uint64, data []byte) bool {
+	e, ok := s.m[ino]
+	switch {
+	case !ok && (off != 0 || before != 0):
+		return false
+	case !ok:
+		if s.m == nil || len(s.m) >= maxSeqSums {
+			s.m = map[uint64]seqSum{}
+		}
+	case off != e.size || before != e.size:
+		delete(s.m, ino)
+		return false
+	}
+	e.crc = crc32.Update(e.crc, castagnoli, data)
+	e.size += uint64(len(data))
+	s.m[ino] = e
+	return true
+}
+
+// forget drops ino's checksum after any change other than an in-order write.
+func (s *seqSums) forget(ino uint64) { delete(s.m, ino) }
+
+// reset forgets every checksum: the tree was replaced.
+func (s *seqSums) reset() { s.m = nil }
+
+// sum returns ino's checksum when it covers exactly size bytes.
+func (s *seqSums) sum(ino, size uint64) (uint32, bool) {
+	e, ok := s.m[ino]
+	return e.crc, ok && e.size == size
+}
+
+// dropBehind is called after an in-order write of [off, end) to fh: it
+// starts the writeback of the written pages (sync_file_range WRITE, which
+// does not wait for it) and drops those dropBehindLag before them. Advice
+// only: a failure costs memory, never correctness, and a writeback error
+// stays recorded for the checkpoint's fdatasync.
+func dropBehind(fh *os.File, off, end uint64) {
+	if end-off < dropBehindMinWrite {
+		return
+	}
+	// Whole pages only: the partial page at the end is written on by the
+	// next write.
+	from := (off + pageBytes - 1) &^ (pageBytes - 1)
+	to := end &^ (pageBytes - 1)
+	fd := int(fh.Fd())
+	_ = unix.SyncFileRange(fd, int64(from), int64(to-from), unix.SYNC_FILE_RANGE_WRITE)
+	if from >= dropBehindLag {
+		_ = unix.Fadvise(fd, int64(from-dropBehindLag), int64(to-from), unix.FADV_DONTNEED)
+	}
+}

@@ -1,0 +1,172 @@
+package fsm
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cellfleet/cellfleet/internal/replica/wire"
+)
+
+// A checkpoint takes the checksum of a file written in order from its start
+// from the apply instead of reading the file; any other change of a file
+// (a write elsewhere, a truncate, an allocation, a write after the file
+// was restored) makes the checkpoint read it. The checksums kept must equal
+// the files' bytes: the restore verifies each linked file against its
+// checksum and refuses the checkpoint otherwise.
+func TestCheckpointKeepsTheChecksumOfFilesWrittenInOrderAndReadsTheRest(t *testing.T) {
+	const size = 8 << 20
+	h := newHarness(t, Limits{})
+	inOrder := h.mk(wire.KindCreate, wire.RootIno, "in-order")
+	h.fill(inOrder, pattern(size))
+	appended := h.mk(wire.KindCreate, wire.RootIno, "appended")
+	for range 3 {
+		if r := h.do(wire.Op{Kind: wire.KindWrite, Ino: appended, Flags: wire.WriteAppend, Data: pattern(1 << 20)}); r.Errno != 0 {
+			t.Fatalf("append: errno %d", r.Errno)
+		}
+	}
+	var changed uint64
+	for _, c := range []struct {
+		name    string
+		changes []wire.Op
+	}{
+		{"rewritten", []wire.Op{{Kind: wire.KindWrite, Offset: 5, Data: []byte("rewritten")}}},
+		{"with a hole", []wire.Op{{Kind: wire.KindWrite, Offset: size + 1, Data: []byte("past a hole")}}},
+		{"truncated", []wire.Op{{Kind: wire.KindTruncate, Size: size - 3}}},
+		{"extended by a truncate", []wire.Op{{Kind: wire.KindTruncate, Size: size + 4096}}},
+		{"truncated and extended back", []wire.Op{{Kind: wire.KindTruncate, Size: size - 4096}, {Kind: wire.KindTruncate, Size: size}}},
+		{"punched", []wire.Op{{Kind: wire.KindFallocate, Offset: 4096, Size: 8192, Flags: wire.FallocKeepSize | wire.FallocPunchHole}}},
+		{"allocated", []wire.Op{{Kind: wire.KindFallocate, Offset: 0, Size: size + 8192}}},
+	} {
+		ino := h.mk(wire.KindCreate, wire.RootIno, c.name)
+		h.fill(ino, pattern(size))
+		var r wire.Result
+		for _, op := range c.changes {
+			op.Ino = ino
+			if r = h.do(op); r.Errno != 0 {
+				t.Fatalf("%s: errno %d", c.name, r.Errno)
+			}
+		}
+		// A write in order after the change does not make the file one
+		// written in order again.
+		h.do(wire.Op{Kind: wire.KindWrite, Ino: ino, Offset: r.Attr.Size, Data: []byte("then appended")})
+		changed += r.Attr.Size + uint64(len("then appended"))
+	}
+	_, want, err := h.f.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := openStore(t, t.TempDir())
+	r0 := readBytes(t)
+	id := checkpointThroughStore(t, h, store, nil)
+	read := uint64(readBytes(t) - r0)
+	t.Logf("the checkpoint read %d bytes; the changed files hold %d, the files written in order %d", read, changed, size+3<<20)
+	if read < changed {
+		t.Fatalf("the checkpoint read %d bytes, less than the %d of the files not written in order: it took a checksum the apply does not keep", read, changed)
+	}
+	if read >= changed+1<<20 {
+		t.Fatalf("the checkpoint read %d bytes, want only the %d of the files not written in order", read, changed)
+	}
+
+	_, rc, err := store.Open(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatalf("read the checkpoint (each linked file is checked against its checksum): %v", err)
+	}
+	other := newHarness(t, Limits{})
+	if err := other.f.Restore(io.NopCloser(bytes.NewReader(stream))); err != nil {
+		t.Fatal(err)
+	}
+	if _, got, _ := other.f.Digest(); got != want {
+		t.Fatalf("restored digest %s, want %s", got, want)
+	}
+
+	// A restore replaces the tree: the checksums kept of the files it
+	// replaced are forgotten. Here the file rewritten in order after the
+	// checkpoint has the restored file's size but other bytes.
+	h.do(wire.Op{Kind: wire.KindTruncate, Ino: inOrder, Size: 0})
+	h.fill(inOrder, bytes.Repeat([]byte("after"), size/5+1)[:size])
+	if err := h.f.Restore(io.NopCloser(bytes.NewReader(stream))); err != nil {
+		t.Fatal(err)
+	}
+	h.do(wire.Op{Kind: wire.KindWrite, Ino: inOrder, Offset: size, Data: []byte("appended after the restore")})
+	_, want, err = h.f.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rc, err = store.Open(checkpointThroughStore(t, h, store, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err = io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatalf("read the checkpoint taken after a restore (each linked file is checked against its checksum): %v", err)
+	}
+	third := newHarness(t, Limits{})
+	if err := third.f.Restore(io.NopCloser(bytes.NewReader(stream))); err != nil {
+		t.Fatal(err)
+	}
+	if _, got, _ := third.f.Digest(); got != want {
+		t.Fatalf("restored digest %s, want %s", got, want)
+	}
+}
+
+// The pages of a file written in order leave the page cache behind the
+// writes, once written back; a file written otherwise keeps them.
+func TestPagesOfAFileWrittenInOrderLeaveThePageCache(t *testing.T) {
+	const size = 96 << 20
+	h := newHarness(t, Limits{})
+	inOrder := h.mk(wire.KindCreate, wire.RootIno, "in-order")
+	h.fill(inOrder, pattern(size))
+	other := h.mk(wire.KindCreate, wire.RootIno, "other")
+	h.do(wire.Op{Kind: wire.KindWrite, Ino: other, Offset: 4096, Data: []byte("out of order")})
+	h.fill(other, pattern(size))
+
+	got, kept := cachedBytes(t, h.f.files.path(inOrder)), cachedBytes(t, h.f.files.path(other))
+	t.Logf("cached: %d MiB of the file written in order, %d MiB of the other, of %d MiB each", got>>20, kept>>20, size>>20)
+	if kept < size*3/4 {
+		t.Skipf("only %d of %d bytes of a file written out of order are cached: this machine's page cache does not keep written files, so dropping them cannot be seen", kept, size)
+	}
+	// dropBehindLag behind the last write plus that write stay by design;
+	// pages whose writeback had not finished when their turn came stay too.
+	if got > size/2 {
+		t.Fatalf("%d of %d bytes of a file written in order are still cached: its pages were not dropped behind the writes", got, size)
+	}
+}
+
+// cachedBytes is how much of the file at path is in the page cache.
+func cachedBytes(t *testing.T, path string) uint64 {
+	t.Helper()
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := unix.Mmap(int(fh.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	vec := make([]byte, (len(m)+pageBytes-1)/pageBytes)
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		t.Fatalf("mincore: %v", e)
+	}
+	var n uint64
+	for _, v := range vec {
+		n += uint64(v & 1)
+	}
+	return n * pageBytes
+}
