@@ -12,6 +12,8 @@ package fsm
 // where the file system has them, else a data copy), so the capture keeps
 // the bytes it linked. Removing a file only drops the tree's name. Once
 // the capture is released its links go and the link count is one again.
+// (A write past a block-aligned end changes none of the linked bytes and
+// needs no copy: writable.)
 //
 // The copy a write may have to make is of that one file, paid once per
 // capture; the capture itself no longer depends on the volume's size.
@@ -37,9 +39,20 @@ func captureFile(from, to string) error {
 	return err
 }
 
-// writable returns ino's backing file for a change, first giving the tree
-// its own copy when a capture shares it.
-func (f *FSM) writable(ino uint64) (*os.File, error) {
+// writable returns ino's backing file for a change of its bytes from
+// offset from on, first giving the tree its own copy when a capture shares
+// it (changes that are not writes pass 0).
+//
+// A write at or past the file's end, when the end is on a block boundary,
+// needs no copy: a capture reads only the size it recorded, which is at
+// most the size now (every change that could shrink a shared file copies
+// it first), and such a write changes no byte and rewrites no block below
+// the end, so the bytes and the blocks a checkpoint flushed stay as they
+// were. An append at an unaligned end would rewrite the block holding the
+// captured bytes' tail and still copies. This keeps a file that grows by
+// large writes (a log, a stream, a copy) from being copied whole at every
+// checkpoint that catches it being written.
+func (f *FSM) writable(ino, from uint64) (*os.File, error) {
 	fh, err := f.files.get(ino)
 	if err != nil {
 		return nil, err
@@ -49,6 +62,9 @@ func (f *FSM) writable(ino uint64) (*os.File, error) {
 		return nil, fmt.Errorf("stat backing file of inode %d: %w", ino, err)
 	}
 	if st.Nlink <= 1 {
+		return fh, nil
+	}
+	if from >= uint64(st.Size) && st.Blksize > 0 && st.Size%int64(st.Blksize) == 0 {
 		return fh, nil
 	}
 	if err := f.unshare(ino, fh); err != nil {

@@ -54,7 +54,7 @@ func (f *FSM) write(op *wire.Op) wire.Result {
 	if e := f.grow(n, end); e != 0 {
 		return wire.Result{Errno: e}
 	}
-	fh, err := f.writable(op.Ino)
+	fh, err := f.writable(op.Ino, op.Offset)
 	if err == nil {
 		_, err = fh.WriteAt(op.Data, int64(op.Offset))
 	}
@@ -83,7 +83,7 @@ func (f *FSM) truncate(ino, size uint64, now int64) wire.Result {
 		return wire.Result{Errno: e}
 	}
 	f.sums.forget(ino)
-	fh, err := f.writable(ino)
+	fh, err := f.writable(ino, 0)
 	if err == nil {
 		err = fh.Truncate(int64(size))
 	}
@@ -119,7 +119,7 @@ func (f *FSM) fallocate(op *wire.Op) wire.Result {
 		}
 	}
 	f.sums.forget(op.Ino)
-	fh, err := f.writable(op.Ino)
+	fh, err := f.writable(op.Ino, 0)
 	if err == nil {
 		err = unix.Fallocate(int(fh.Fd()), op.Flags, int64(op.Offset), int64(op.Size))
 		if errors.Is(err, syscall.EOPNOTSUPP) {

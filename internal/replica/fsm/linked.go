@@ -22,9 +22,10 @@ package fsm
 //
 // The data is written once (the backing file, by the apply) and only
 // flushed by the checkpoint. A file linked by the previous checkpoint whose
-// inode is still the one linked now was not changed (copy-on-write gives a
-// changed file a new inode while a checkpoint holds the old one), so its
-// checksum is reused: what a checkpoint reads is what changed since the
+// inode and size are still the ones linked now was not changed
+// (copy-on-write gives a changed file a new inode while a checkpoint holds
+// the old one; a write past its end, made in place, changes its size), so
+// its checksum is reused: what a checkpoint reads is what changed since the
 // last one.
 //
 // Opening a linked checkpoint (ExpandCheckpoint) yields the format 1
