@@ -41,7 +41,7 @@ func captureFile(from, to string) error {
 
 // writable returns ino's backing file for a change of its bytes from
 // offset from on, first giving the tree its own copy when a capture shares
-// it (changes that are not writes pass 0).
+// it (changes that are not writes past the file's end pass 0).
 //
 // A write at or past the file's end, when the end is on a block boundary,
 // needs no copy: a capture reads only the size it recorded, which is at

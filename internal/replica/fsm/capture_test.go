@@ -97,6 +97,17 @@ func TestWritesPastABlockAlignedEndOfACapturedFileAreNotCopied(t *testing.T) {
 	if got := backing(); got == before {
 		t.Fatalf("a rewrite of a captured file was made in place")
 	}
+	// A write of no bytes past the end grows the file's size but not its
+	// backing file: a write between the two is below the captured end.
+	end := uint64(8 << 20)
+	write(end, pattern(1<<20))
+	write(end+2<<20, nil)
+	checkpoint()
+	before = backing()
+	write(end+1<<20, []byte("inside the captured size"))
+	if got := backing(); got == before {
+		t.Fatalf("a write below the captured size, past the backing file's end, was made in place")
+	}
 
 	for i, id := range ids {
 		_, rc, err := stores[i].Open(id)

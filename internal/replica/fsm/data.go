@@ -54,7 +54,13 @@ func (f *FSM) write(op *wire.Op) wire.Result {
 	if e := f.grow(n, end); e != 0 {
 		return wire.Result{Errno: e}
 	}
-	fh, err := f.writable(op.Ino, op.Offset)
+	// Only a write at or past the file's end can be made in place while a
+	// capture shares the file (writable); below it, it changes bytes.
+	from := uint64(0)
+	if op.Offset >= n.Attr.Size {
+		from = op.Offset
+	}
+	fh, err := f.writable(op.Ino, from)
 	if err == nil {
 		_, err = fh.WriteAt(op.Data, int64(op.Offset))
 	}
