@@ -30,9 +30,9 @@ import (
 )
 
 const (
-	// maxSeqSums bounds the files whose running checksum is kept (inode
-	// numbers are never reused, so a removed file's entry is only wasted
-	// until the table starts over, which costs the checkpoint a read).
+	// maxSeqSums bounds the files whose running checksum is kept (a freed
+	// file's entry goes with it). Past it the table starts over, which
+	// costs the next checkpoint a read of the files written in order.
 	maxSeqSums = 4096
 	// dropBehindMinWrite: smaller writes keep their pages.
 	dropBehindMinWrite = 256 << 10

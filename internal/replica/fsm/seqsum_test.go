@@ -170,3 +170,22 @@ func cachedBytes(t *testing.T, path string) uint64 {
 	}
 	return n * pageBytes
 }
+
+// A freed file's kept checksum goes with it, so files created, written and
+// removed one after another never fill the table.
+func TestAFreedFilesKeptChecksumGoesWithIt(t *testing.T) {
+	h := newHarness(t, Limits{})
+	for i := range 3 {
+		ino := h.mk(wire.KindCreate, wire.RootIno, "f")
+		h.do(wire.Op{Kind: wire.KindWrite, Ino: ino, Data: []byte("written in order")})
+		if _, ok := h.f.sums.sum(ino, uint64(len("written in order"))); !ok {
+			t.Fatalf("file %d: no checksum kept for a file written in order", i)
+		}
+		if r := h.do(wire.Op{Kind: wire.KindUnlink, Ino: wire.RootIno, Name: "f"}); r.Errno != 0 {
+			t.Fatalf("unlink: errno %d", r.Errno)
+		}
+	}
+	if n := len(h.f.sums.m); n != 0 {
+		t.Fatalf("%d checksums kept after their files were removed", n)
+	}
+}
