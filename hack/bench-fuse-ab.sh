@@ -17,8 +17,8 @@
 #
 # BEFORE_RUN is a shell command run before each benchmark binary, e.g. one
 # that fills the page cache so that both sides write into memory the VM
-# must fetch from its hypervisor (docs/performance.md, "Backing files leave
-# the page cache at checkpoints").
+# must fetch from its hypervisor (docs/performance.md, "Pages of files
+# written in order dropped behind the writes").
 #
 # For rates (MiB/s, IOPS, creates/s, stats/s) a ratio above 1 is faster; for
 # latencies (-µs) and processor time (cpu-ms/MiB) below 1 is better.

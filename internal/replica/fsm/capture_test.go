@@ -110,20 +110,7 @@ func TestWritesPastABlockAlignedEndOfACapturedFileAreNotCopied(t *testing.T) {
 	}
 
 	for i, id := range ids {
-		_, rc, err := stores[i].Open(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stream, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			t.Fatalf("checkpoint %d: %v", i, err)
-		}
-		other := newHarness(t, Limits{})
-		if err := other.f.Restore(io.NopCloser(bytes.NewReader(stream))); err != nil {
-			t.Fatalf("checkpoint %d: %v", i, err)
-		}
-		if _, got, _ := other.f.Digest(); got != wants[i] {
+		if got := restoredDigest(t, stores[i], id); got != wants[i] {
 			t.Fatalf("checkpoint %d restores a state other than the one it captured", i)
 		}
 	}

@@ -40,6 +40,31 @@ func checkpointThroughStore(t testing.TB, h *harness, store *journal.CheckpointS
 	return sink.ID()
 }
 
+// restoredDigest opens checkpoint id of store (every linked file checked
+// against its checksum as it streams), restores it into a new state
+// machine and returns that state's digest.
+func restoredDigest(t *testing.T, store *journal.CheckpointStore, id string) string {
+	t.Helper()
+	_, rc, err := store.Open(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatalf("read checkpoint %s (each linked file is checked against its checksum): %v", id, err)
+	}
+	h := newHarness(t, Limits{})
+	if err := h.f.Restore(io.NopCloser(bytes.NewReader(stream))); err != nil {
+		t.Fatalf("restore checkpoint %s: %v", id, err)
+	}
+	_, got, err := h.f.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 func openStore(t testing.TB, dir string) *journal.CheckpointStore {
 	t.Helper()
 	s, err := journal.OpenCheckpoints(dir, 2, hclog.NewNullLogger(), nil, nil, ExpandCheckpoint)

@@ -41,7 +41,6 @@ const (
 	// finish (posix_fadvise DONTNEED skips pages still dirty or being
 	// written).
 	dropBehindLag = 16 << 20
-	pageBytes     = 4 << 10
 )
 
 // seqSum is the CRC-32C of a file's first size bytes, all written in order.
@@ -100,8 +99,9 @@ func dropBehind(fh *os.File, off, end uint64) {
 	}
 	// Whole pages only: the partial page at the end is written on by the
 	// next write.
-	from := (off + pageBytes - 1) &^ (pageBytes - 1)
-	to := end &^ (pageBytes - 1)
+	page := uint64(os.Getpagesize())
+	from := (off + page - 1) &^ (page - 1)
+	to := end &^ (page - 1)
 	fd := int(fh.Fd())
 	_ = unix.SyncFileRange(fd, int64(from), int64(to-from), unix.SYNC_FILE_RANGE_WRITE)
 	if from >= dropBehindLag {

@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"bytes"
-	"io"
 	"os"
 	"testing"
 	"unsafe"
@@ -72,29 +71,22 @@ func TestCheckpointKeepsTheChecksumOfFilesWrittenInOrderAndReadsTheRest(t *testi
 		t.Fatalf("the checkpoint read %d bytes, want only the %d of the files not written in order", read, changed)
 	}
 
-	_, rc, err := store.Open(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, err := io.ReadAll(rc)
-	rc.Close()
-	if err != nil {
-		t.Fatalf("read the checkpoint (each linked file is checked against its checksum): %v", err)
-	}
-	other := newHarness(t, Limits{})
-	if err := other.f.Restore(io.NopCloser(bytes.NewReader(stream))); err != nil {
-		t.Fatal(err)
-	}
-	if _, got, _ := other.f.Digest(); got != want {
+	if got := restoredDigest(t, store, id); got != want {
 		t.Fatalf("restored digest %s, want %s", got, want)
 	}
 
 	// A restore replaces the tree: the checksums kept of the files it
 	// replaced are forgotten. Here the file rewritten in order after the
 	// checkpoint has the restored file's size but other bytes.
+	_, rc, err := store.Open(id)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.do(wire.Op{Kind: wire.KindTruncate, Ino: inOrder, Size: 0})
 	h.fill(inOrder, bytes.Repeat([]byte("after"), size/5+1)[:size])
-	if err := h.f.Restore(io.NopCloser(bytes.NewReader(stream))); err != nil {
+	err = h.f.Restore(rc)
+	rc.Close()
+	if err != nil {
 		t.Fatal(err)
 	}
 	h.do(wire.Op{Kind: wire.KindWrite, Ino: inOrder, Offset: size, Data: []byte("appended after the restore")})
@@ -102,21 +94,8 @@ func TestCheckpointKeepsTheChecksumOfFilesWrittenInOrderAndReadsTheRest(t *testi
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rc, err = store.Open(checkpointThroughStore(t, h, store, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, err = io.ReadAll(rc)
-	rc.Close()
-	if err != nil {
-		t.Fatalf("read the checkpoint taken after a restore (each linked file is checked against its checksum): %v", err)
-	}
-	third := newHarness(t, Limits{})
-	if err := third.f.Restore(io.NopCloser(bytes.NewReader(stream))); err != nil {
-		t.Fatal(err)
-	}
-	if _, got, _ := third.f.Digest(); got != want {
-		t.Fatalf("restored digest %s, want %s", got, want)
+	if got := restoredDigest(t, store, checkpointThroughStore(t, h, store, nil)); got != want {
+		t.Fatalf("the checkpoint taken after a restore restores digest %s, want %s", got, want)
 	}
 }
 
@@ -160,7 +139,8 @@ func cachedBytes(t *testing.T, path string) uint64 {
 		t.Fatal(err)
 	}
 	defer unix.Munmap(m)
-	vec := make([]byte, (len(m)+pageBytes-1)/pageBytes)
+	page := os.Getpagesize()
+	vec := make([]byte, (len(m)+page-1)/page)
 	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
 		t.Fatalf("mincore: %v", e)
 	}
@@ -168,7 +148,7 @@ func cachedBytes(t *testing.T, path string) uint64 {
 	for _, v := range vec {
 		n += uint64(v & 1)
 	}
-	return n * pageBytes
+	return n * uint64(page)
 }
 
 // A freed file's kept checksum goes with it, so files created, written and
