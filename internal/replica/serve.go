@@ -16,14 +16,14 @@ import (
 const ReadTimeout = 5 * time.Second
 
 // serve is the RPC handler: one call, all queries or all mutations.
-func (w *Worker) serve(ctx context.Context, ops []wire.Op) wire.Reply {
+func (w *Worker) serve(ctx context.Context, call *wire.Call) wire.Reply {
 	if st, _ := w.State(); st != ReplicaStateRunning {
 		return wire.Reply{Status: wire.StatusUnavailable, Message: fmt.Sprintf("replica is %s", st)}
 	}
-	if ops[0].Kind.Mutates() {
-		return w.propose(ops)
+	if call.Ops[0].Kind.Mutates() {
+		return w.propose(call)
 	}
-	return w.query(ctx, &ops[0])
+	return w.query(ctx, &call.Ops[0])
 }
 
 func (w *Worker) notCoordinator() wire.Reply {
@@ -45,7 +45,8 @@ func (w *Worker) notCoordinator() wire.Reply {
 	return rep
 }
 
-func (w *Worker) propose(ops []wire.Op) wire.Reply {
+func (w *Worker) propose(call *wire.Call) wire.Reply {
+	ops := call.Ops
 	if err := validateMutations(ops); err != nil {
 		return wire.Reply{Status: wire.StatusBadRequest, Message: err.Error()}
 	}
@@ -56,14 +57,16 @@ func (w *Worker) propose(ops []wire.Op) wire.Reply {
 		w.propMu.Unlock()
 		return w.notCoordinator()
 	}
-	en := wire.Entry{Time: start.UnixNano(), Ops: ops}
 	if err := l.stampInos(ops); err != nil {
 		w.propMu.Unlock()
 		return wire.Reply{Status: wire.StatusBadRequest, Message: err.Error()}
 	}
 	// Allocation and enqueue happen under one lock so entries reach the log
 	// in allocation order.
-	data := wire.EncodeEntry(&en)
+	data, ok := wire.EntryInPlace(call, start.UnixNano())
+	if !ok {
+		data = wire.EncodeEntry(&wire.Entry{Time: start.UnixNano(), Ops: ops})
+	}
 	release, err := w.admit(len(data))
 	if err != nil {
 		w.propMu.Unlock()

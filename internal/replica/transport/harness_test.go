@@ -72,9 +72,9 @@ func resolve(a raft.ServerAddress) (string, string, bool) {
 func startPort(t *testing.T, v volumeCA, san string) *port {
 	t.Helper()
 	p := &port{}
-	p.rpc = &transport.RPCServer{Token: token, Handler: func(_ context.Context, ops []wire.Op) wire.Reply {
+	p.rpc = &transport.RPCServer{Token: token, Handler: func(_ context.Context, call *wire.Call) wire.Reply {
 		p.calls.Add(1)
-		return wire.Reply{Status: wire.StatusOK, Results: make([]wire.Result, len(ops))}
+		return wire.Reply{Status: wire.StatusOK, Results: make([]wire.Result, len(call.Ops))}
 	}}
 	mux, err := transport.Listen(transport.Config{
 		Listen:      "127.0.0.1:0",

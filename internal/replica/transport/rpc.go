@@ -14,8 +14,9 @@ import (
 	"github.com/cellfleet/cellfleet/internal/replica/wire"
 )
 
-// Handler serves one decoded call.
-type Handler func(ctx context.Context, ops []wire.Op) wire.Reply
+// Handler serves one decoded call. A mutation's handler may build its log
+// entry in the call's buffer (wire.EntryInPlace).
+type Handler func(ctx context.Context, call *wire.Call) wire.Reply
 
 // RPCServer serves client streams: a hello with the bearer token, then
 // multiplexed calls answered concurrently.
@@ -74,7 +75,7 @@ func (s *RPCServer) ServeConn(c net.Conn) {
 	defer calls.Wait()
 	for {
 		_ = c.SetReadDeadline(time.Now().Add(idle))
-		body, err := wire.ReadFrame(c, wire.MaxFrame)
+		buf, err := wire.ReadCallFrame(c, wire.MaxFrame)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				log.Warn("client stream closed on a bad frame", "error", err)
@@ -84,7 +85,7 @@ func (s *RPCServer) ServeConn(c net.Conn) {
 			}
 			return
 		}
-		call, err := wire.DecodeCall(body)
+		call, err := wire.DecodeCallFrame(buf)
 		if err != nil {
 			log.Warn("malformed call rejected; nothing applied", "error", err)
 			send(wire.ReplyFrame(wire.FrameReply, &wire.Reply{ID: call.ID, Status: wire.StatusBadRequest, Message: clip(err.Error())}))
@@ -94,7 +95,7 @@ func (s *RPCServer) ServeConn(c net.Conn) {
 		calls.Add(1)
 		go func() {
 			defer func() { <-sem; calls.Done() }()
-			rep := s.Handler(ctx, call.Ops)
+			rep := s.Handler(ctx, &call)
 			rep.ID = call.ID
 			rep.Message = clip(rep.Message)
 			send(wire.ReplyFrame(wire.FrameReply, &rep))

@@ -150,6 +150,13 @@ func (d *decoder) end() error {
 }
 
 func (e *encoder) op(o *Op) {
+	e.opHead(o)
+	e.bytes(o.Data)
+	e.opTail(o)
+}
+
+// opHead encodes an operation's fields before its data.
+func (e *encoder) opHead(o *Op) {
 	e.byte1(uint8(o.Kind))
 	e.u(o.Session)
 	e.u(o.Seq)
@@ -168,7 +175,10 @@ func (e *encoder) op(o *Op) {
 	e.u(o.Size)
 	e.i(o.Atime)
 	e.i(o.Mtime)
-	e.bytes(o.Data)
+}
+
+// opTail encodes an operation's fields after its data.
+func (e *encoder) opTail(o *Op) {
 	e.u(o.NewIno)
 	e.i(o.Time)
 	e.u(o.Epoch)

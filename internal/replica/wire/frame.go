@@ -70,6 +70,12 @@ type Hello struct {
 type Call struct {
 	ID  uint64
 	Ops []Op
+
+	// frame is the buffer the call was read into (ReadCallFrame) and opsAt
+	// the index of its first operation in it; EntryInPlace builds the log
+	// entry there.
+	frame []byte
+	opsAt int
 }
 
 // Reply answers a Call (or a Hello, with ID 0 and no results).
@@ -198,24 +204,30 @@ func DecodeHello(b []byte) (Hello, error) {
 // DecodeCall decodes a call frame body. Every operation must be a known
 // kind, and a call mixes no queries with mutations.
 func DecodeCall(b []byte) (Call, error) {
+	c, _, err := decodeCall(b)
+	return c, err
+}
+
+// decodeCall is DecodeCall, also returning where the operations start in b.
+func decodeCall(b []byte) (c Call, opsAt int, err error) {
 	d := &decoder{b: b}
-	var c Call
 	if t := FrameType(d.byte1("frame type")); d.err == nil && t != FrameCall {
-		return c, fmt.Errorf("%w: expected call, got frame type %d", ErrMalformed, t)
+		return c, 0, fmt.Errorf("%w: expected call, got frame type %d", ErrMalformed, t)
 	}
 	c.ID = d.u("call id")
 	n := d.count("ops", MaxOps)
 	if d.err == nil && n == 0 {
-		return c, fmt.Errorf("%w: call without operations", ErrMalformed)
+		return c, 0, fmt.Errorf("%w: call without operations", ErrMalformed)
 	}
+	opsAt = len(b) - len(d.b)
 	c.Ops = make([]Op, n)
 	for i := range c.Ops {
 		d.op(&c.Ops[i])
 	}
 	if err := d.end(); err != nil {
-		return c, err
+		return c, 0, err
 	}
-	return c, validateCall(c.Ops)
+	return c, opsAt, validateCall(c.Ops)
 }
 
 func validateCall(ops []Op) error {
@@ -295,6 +307,12 @@ var ErrFrameTooLarge = fmt.Errorf("%w: frame too large", ErrMalformed)
 // ReadFrame reads one length-prefixed frame, refusing lengths beyond limit
 // before allocating.
 func ReadFrame(r io.Reader, limit int) ([]byte, error) {
+	return readFrameRoom(r, limit, 0)
+}
+
+// readFrameRoom is ReadFrame with room bytes free in front of the body,
+// which starts at buf[room].
+func readFrameRoom(r io.Reader, limit, room int) (buf []byte, err error) {
 	var hdr [frameHeader]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, err
@@ -309,9 +327,9 @@ func ReadFrame(r io.Reader, limit int) ([]byte, error) {
 	// Pooled: a reply carrying read data hands the body on (Result.Frame)
 	// and the FUSE read reply returns it after the kernel has the bytes;
 	// other bodies are left to the collector.
-	body := GetBuf(int(n))
-	if _, err := io.ReadFull(r, body); err != nil {
+	buf = GetBuf(room + int(n))
+	if _, err := io.ReadFull(r, buf[room:]); err != nil {
 		return nil, fmt.Errorf("reading %d byte frame: %w", n, err)
 	}
-	return body, nil
+	return buf, nil
 }
