@@ -62,16 +62,18 @@ func (f *FSM) write(op *wire.Op) wire.Result {
 	}
 	fh, err := f.writable(op.Ino, from)
 	if err == nil {
-		_, err = fh.WriteAt(op.Data, int64(op.Offset))
+		if f.sums.continues(op.Ino, n.Attr.Size, op.Offset) {
+			err = writeUncached(fh, op.Data, op.Offset)
+		} else {
+			_, err = fh.WriteAt(op.Data, int64(op.Offset))
+		}
 	}
 	if err != nil {
 		f.sums.forget(op.Ino)
 		f.fail(err)
 		return errno(syscall.EIO)
 	}
-	if f.sums.wrote(op.Ino, n.Attr.Size, op.Offset, op.Data) {
-		dropBehind(fh, op.Offset, end)
-	}
+	f.sums.wrote(op.Ino, n.Attr.Size, op.Offset, op.Data)
 	if end > n.Attr.Size {
 		f.resize(n, end)
 	}

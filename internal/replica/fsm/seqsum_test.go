@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"hash/crc32"
 	"os"
 	"testing"
 	"unsafe"
@@ -99,8 +100,8 @@ func TestCheckpointKeepsTheChecksumOfFilesWrittenInOrderAndReadsTheRest(t *testi
 	}
 }
 
-// The pages of a file written in order leave the page cache behind the
-// writes, once written back; a file written otherwise keeps them.
+// The pages of a file written in order leave the page cache once written
+// back; a file written otherwise keeps them.
 func TestPagesOfAFileWrittenInOrderLeaveThePageCache(t *testing.T) {
 	const size = 96 << 20
 	h := newHarness(t, Limits{})
@@ -109,16 +110,71 @@ func TestPagesOfAFileWrittenInOrderLeaveThePageCache(t *testing.T) {
 	other := h.mk(wire.KindCreate, wire.RootIno, "other")
 	h.do(wire.Op{Kind: wire.KindWrite, Ino: other, Offset: 4096, Data: []byte("out of order")})
 	h.fill(other, pattern(size))
+	syncFile(t, h.f.files.path(inOrder))
 
 	got, kept := cachedBytes(t, h.f.files.path(inOrder)), cachedBytes(t, h.f.files.path(other))
 	t.Logf("cached: %d MiB of the file written in order, %d MiB of the other, of %d MiB each", got>>20, kept>>20, size>>20)
 	if kept < size*3/4 {
 		t.Skipf("only %d of %d bytes of a file written out of order are cached: this machine's page cache does not keep written files, so dropping them cannot be seen", kept, size)
 	}
-	// dropBehindLag behind the last write plus that write stay by design;
-	// pages whose writeback had not finished when their turn came stay too.
-	if got > size/2 {
-		t.Fatalf("%d of %d bytes of a file written in order are still cached: its pages were not dropped behind the writes", got, size)
+	// With RWF_DONTCACHE every whole page written leaves once written back
+	// (the file was synced). Without it (dontCacheRefused), dropBehindLag
+	// behind the last write stays by design, and pages whose writeback had
+	// not finished when their turn came stay too.
+	bound := uint64(size / 8)
+	if dontCacheRefused.Load() {
+		t.Logf("the backing filesystem refused RWF_DONTCACHE: checking the drop behind the writes instead")
+		bound = size / 2
+	}
+	if got > bound {
+		t.Fatalf("%d of %d bytes of a file written in order and synced are still cached, want at most %d: its pages did not leave the cache", got, size, bound)
+	}
+}
+
+// In-order writes of every size and alignment (the whole pages written
+// around the cache, partial ones through it, small writes through it) land
+// whole, on the path that takes RWF_DONTCACHE and on the one that does not.
+func TestInOrderWritesOfEverySizeLandWhole(t *testing.T) {
+	sizes := []int{300_001, 1 << 20, 4095, 262_144 + 17, 2<<20 + 3, 1, 262_144, 4 << 20, 123_457}
+	const size = 24 << 20
+	all := pattern(size + 4<<20)
+	for _, refused := range []bool{false, true} {
+		was := dontCacheRefused.Load()
+		dontCacheRefused.Store(refused)
+		h := newHarness(t, Limits{})
+		ino := h.mk(wire.KindCreate, wire.RootIno, "f")
+		n := 0
+		for i := 0; n < size; i++ {
+			chunk := all[n : n+sizes[i%len(sizes)]]
+			if r := h.do(wire.Op{Kind: wire.KindWrite, Ino: ino, Offset: uint64(n), Data: chunk}); r.Errno != 0 {
+				t.Fatalf("write %d: errno %d", i, r.Errno)
+			}
+			n += len(chunk)
+		}
+		want := all[:n]
+		got, err := os.ReadFile(h.f.files.path(ino))
+		dontCacheRefused.Store(was)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("RWF_DONTCACHE refused %v: the file holds %d bytes that differ from the %d written in order", refused, len(got), len(want))
+		}
+		if sum, ok := h.f.sums.sum(ino, uint64(len(want))); !ok || sum != crc32.Checksum(want, castagnoli) {
+			t.Fatalf("RWF_DONTCACHE refused %v: the kept checksum (%v) is not the file's", refused, ok)
+		}
+	}
+}
+
+func syncFile(t *testing.T, path string) {
+	t.Helper()
+	fh, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	if err := fh.Sync(); err != nil {
+		t.Fatal(err)
 	}
 }
 
