@@ -61,9 +61,9 @@ type snapshot struct {
 	// linked is what persistLinked linked, recorded once the store closed
 	// the checkpoint.
 	linked map[uint64]linkedFile
-	// inOrder are the checksums the apply kept of files written in order
-	// (seqsum.go), for those captured at the size they cover.
-	inOrder map[uint64]uint32
+	// inOrder are the checksums the apply kept of the bytes of files
+	// written in order (seqsum.go), of the first bytes or all of them.
+	inOrder map[uint64]seqPrefix
 }
 
 // Snapshot captures the state at the last applied entry: metadata and a
@@ -97,14 +97,14 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		release()
 		return nil, fmt.Errorf("create capture directory: %w", err)
 	}
-	s := &snapshot{f: f, dir: dir, meta: meta.Bytes(), sizes: map[uint64]uint64{}, inOrder: map[uint64]uint32{}}
+	s := &snapshot{f: f, dir: dir, meta: meta.Bytes(), sizes: map[uint64]uint64{}, inOrder: map[uint64]seqPrefix{}}
 	s.done = func() { os.RemoveAll(dir); release() }
 	for ino, n := range f.st.Inodes {
 		if n.Attr.IsRegular() {
 			s.files = append(s.files, ino)
 			s.sizes[ino] = n.Attr.Size
-			if sum, ok := f.sums.sum(ino, n.Attr.Size); ok {
-				s.inOrder[ino] = sum
+			if p := f.sums.prefix(ino, n.Attr.Size); p.n > 0 {
+				s.inOrder[ino] = p
 			}
 		}
 	}

@@ -110,8 +110,7 @@ func (s *snapshot) persistLinked(sink FilesSink, prev map[uint64]linkedFile) (n 
 			}
 			return 0, true, fmt.Errorf("link the capture of inode %d: %w", ino, err)
 		}
-		known, inOrder := s.inOrder[ino]
-		lf, err := syncAndSum(dst, s.sizes[ino], prev[ino], known, inOrder)
+		lf, err := syncAndSum(dst, s.sizes[ino], prev[ino], s.inOrder[ino])
 		if err != nil {
 			return 0, true, fmt.Errorf("checkpoint file of inode %d: %w", ino, err)
 		}
@@ -130,9 +129,10 @@ func (s *snapshot) persistLinked(sink FilesSink, prev map[uint64]linkedFile) (n 
 
 // syncAndSum makes a linked file durable (the tree is never synced) and
 // returns its checksum, reusing prev's when prev linked the same inode at
-// the same size (that inode has not changed since), or taking known when
-// the apply kept it (inOrder: seqsum.go), else reading the file.
-func syncAndSum(path string, size uint64, prev linkedFile, known uint32, inOrder bool) (linkedFile, error) {
+// the same size (that inode has not changed since), else reading the bytes
+// past known, the checksum the apply kept of the file's first bytes
+// (seqsum.go; none for a file not written in order).
+func syncAndSum(path string, size uint64, prev linkedFile, known seqPrefix) (linkedFile, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return linkedFile{}, err
@@ -150,15 +150,18 @@ func syncAndSum(path string, size uint64, prev linkedFile, known uint32, inOrder
 	if err := unix.Fdatasync(int(fh.Fd())); err != nil {
 		return linkedFile{}, fmt.Errorf("fdatasync: %w", err)
 	}
-	if inOrder {
-		lf.sum = known
+	if known.n == size {
+		lf.sum = known.crc
 		return lf, nil
 	}
-	h := crc32.New(castagnoli)
-	if err := copySized(h, fh, size); err != nil {
+	if _, err := fh.Seek(int64(known.n), io.SeekStart); err != nil {
 		return linkedFile{}, fmt.Errorf("checksum: %w", err)
 	}
-	lf.sum = h.Sum32()
+	h := crc32.New(castagnoli)
+	if err := copySized(h, fh, size-known.n); err != nil {
+		return linkedFile{}, fmt.Errorf("checksum: %w", err)
+	}
+	lf.sum = crc32Combine(known.crc, h.Sum32(), size-known.n)
 	return lf, nil
 }
 

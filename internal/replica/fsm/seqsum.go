@@ -23,10 +23,12 @@ package fsm
 // checksum, and the checkpoint reads the file as before.
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"os"
+	"slices"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -46,10 +48,34 @@ const (
 	dropBehindLag = 16 << 20
 )
 
-// seqSum is the CRC-32C of a file's first size bytes, all written in order.
+// seqSum is the CRC-32C of a file's first size bytes, all written in order,
+// and the writes that reached the file ahead of them: a single writer's
+// calls are proposed concurrently (the mount's write-behind keeps four in
+// flight), so a stream's entries can commit a few writes out of order.
+// Such a write waits in pending, with its own checksum, until the bytes
+// before it are written and it is folded in (crc32Combine).
 type seqSum struct {
-	size uint64
-	crc  uint32
+	size    uint64
+	crc     uint32
+	pending []seqRange
+}
+
+// seqRange is a write kept ahead of a file's in-order bytes.
+type seqRange struct {
+	off, n uint64
+	crc    uint32
+}
+
+// maxSeqPending bounds the writes a file keeps ahead of its in-order
+// bytes; one more and the file is not one written in order.
+const maxSeqPending = 16
+
+// end is the size of the file all the recorded writes make.
+func (e *seqSum) end() uint64 {
+	if k := len(e.pending); k > 0 {
+		return e.pending[k-1].off + e.pending[k-1].n
+	}
+	return e.size
 }
 
 // seqSums is guarded by the state machine's lock: the apply changes it
@@ -58,19 +84,29 @@ type seqSums struct {
 	m map[uint64]seqSum
 }
 
-// continues reports whether a write at off to ino, which holds before
-// bytes, keeps it a file written in order.
-func (s *seqSums) continues(ino, before, off uint64) bool {
+// continues reports whether a write of n bytes at off to ino, which holds
+// before bytes, keeps it a file written in order: every byte of the file
+// comes from a recorded write, and the write lands on none of them.
+func (s *seqSums) continues(ino, before, off, n uint64) bool {
 	e, ok := s.m[ino]
 	if !ok {
-		return off == 0 && before == 0
+		return before == 0
 	}
-	return off == e.size && before == e.size
+	if before != e.end() || off < e.size {
+		return false
+	}
+	for _, r := range e.pending {
+		if off < r.off+r.n && r.off < off+n {
+			return false
+		}
+	}
+	return true
 }
 
 // wrote records a write of data at off to ino, which held before bytes.
 func (s *seqSums) wrote(ino, before, off uint64, data []byte) {
-	if !s.continues(ino, before, off) {
+	n := uint64(len(data))
+	if !s.continues(ino, before, off, n) {
 		delete(s.m, ino)
 		return
 	}
@@ -78,8 +114,26 @@ func (s *seqSums) wrote(ino, before, off uint64, data []byte) {
 	if !ok && (s.m == nil || len(s.m) >= maxSeqSums) {
 		s.m = map[uint64]seqSum{}
 	}
+	if off != e.size {
+		if len(e.pending) == maxSeqPending {
+			delete(s.m, ino)
+			return
+		}
+		i, _ := slices.BinarySearchFunc(e.pending, off, func(r seqRange, off uint64) int { return cmp.Compare(r.off, off) })
+		e.pending = slices.Insert(slices.Clip(e.pending), i, seqRange{off: off, n: n, crc: crc32.Checksum(data, castagnoli)})
+		s.m[ino] = e
+		return
+	}
 	e.crc = crc32.Update(e.crc, castagnoli, data)
-	e.size += uint64(len(data))
+	e.size += n
+	k := 0
+	for ; k < len(e.pending) && e.pending[k].off == e.size; k++ {
+		e.crc = crc32Combine(e.crc, e.pending[k].crc, e.pending[k].n)
+		e.size += e.pending[k].n
+	}
+	if k > 0 {
+		e.pending = slices.Clone(e.pending[k:])
+	}
 	s.m[ino] = e
 }
 
@@ -89,10 +143,22 @@ func (s *seqSums) forget(ino uint64) { delete(s.m, ino) }
 // reset forgets every checksum: the tree was replaced.
 func (s *seqSums) reset() { s.m = nil }
 
-// sum returns ino's checksum when it covers exactly size bytes.
-func (s *seqSums) sum(ino, size uint64) (uint32, bool) {
+// seqPrefix is the CRC-32C of a file's first n bytes.
+type seqPrefix struct {
+	n   uint64
+	crc uint32
+}
+
+// prefix returns the checksum kept of ino's bytes written in order, for a
+// capture of the file at size bytes: all of them when no write waits ahead,
+// else those before the first that does; none (n 0) for a file not written
+// in order.
+func (s *seqSums) prefix(ino, size uint64) seqPrefix {
 	e, ok := s.m[ino]
-	return e.crc, ok && e.size == size
+	if !ok || e.size > size {
+		return seqPrefix{}
+	}
+	return seqPrefix{n: e.size, crc: e.crc}
 }
 
 // dontCacheRefused is set once the kernel or the filesystem of the backing
