@@ -62,7 +62,7 @@ func (f *FSM) write(op *wire.Op) wire.Result {
 	}
 	fh, err := f.writable(op.Ino, from)
 	if err == nil {
-		if f.sums.continues(op.Ino, n.Attr.Size, op.Offset, uint64(len(op.Data))) {
+		if !f.servesReads.Load() && f.sums.continues(op.Ino, n.Attr.Size, op.Offset, uint64(len(op.Data))) {
 			err = writeUncached(fh, op.Data, op.Offset)
 		} else {
 			_, err = fh.WriteAt(op.Data, int64(op.Offset))

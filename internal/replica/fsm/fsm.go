@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -60,6 +61,10 @@ type FSM struct {
 	ra    readAhead // sequential readers' readahead (readahead.go)
 	sums  seqSums   // checksums of files written in order (seqsum.go)
 
+	// servesReads: this replica coordinates, so it serves the volume's
+	// reads and keeps the pages it writes (SetServesReads).
+	servesReads atomic.Bool
+
 	appliedMu sync.Mutex
 	applied   uint64
 	advanced  chan struct{}
@@ -102,6 +107,13 @@ func (f *FSM) Close() {
 	defer f.mu.Unlock()
 	f.files.closeAll()
 }
+
+// SetServesReads says whether this replica coordinates the volume, and so
+// serves its reads. The coordinator keeps the pages of the files it writes
+// in its page cache, where those reads find them; the other replicas
+// write the files written in order around the cache (seqsum.go), since
+// nothing reads them there.
+func (f *FSM) SetServesReads(on bool) { f.servesReads.Store(on) }
 
 // Failed returns the disk error that stopped the state machine, if any. A
 // failed state machine applies nothing more: its replica must stop rather

@@ -1,7 +1,7 @@
 package fsm
 
 // Files written in order: their checksum kept by the apply, their pages
-// dropped behind the writes.
+// out of the cache once written back.
 //
 // The apply writes every byte of a volume into a backing file through the
 // page cache, where the bytes would stay: each replica host would cache its
@@ -18,9 +18,10 @@ package fsm
 // from its start, which is how files are streamed, logged or copied, the
 // apply keeps the CRC-32C of its bytes as it writes them; a checkpoint
 // capturing the file at that size takes the checksum without reading, and
-// the file's pages can leave the cache behind the writes. Any other change
-// of the file (a write elsewhere, a truncate, an allocation) forgets its
-// checksum, and the checkpoint reads the file as before.
+// the file's pages can leave the cache. Writes that commit a little ahead
+// of the bytes before them still count as in order (seqSum.pending). Any
+// other change of the file (a rewrite, a truncate, an allocation) forgets
+// its checksum, and the checkpoint reads the file as before.
 
 import (
 	"cmp"

@@ -104,7 +104,8 @@ func TestCheckpointKeepsTheChecksumOfFilesWrittenInOrderAndReadsTheRest(t *testi
 }
 
 // The pages of a file written in order leave the page cache once written
-// back; a file written otherwise keeps them.
+// back; a file written otherwise keeps them, and so does the coordinator,
+// which serves the volume's reads, for every file.
 func TestPagesOfAFileWrittenInOrderLeaveThePageCache(t *testing.T) {
 	const size = 96 << 20
 	h := newHarness(t, Limits{})
@@ -114,6 +115,14 @@ func TestPagesOfAFileWrittenInOrderLeaveThePageCache(t *testing.T) {
 	h.do(wire.Op{Kind: wire.KindWrite, Ino: other, Offset: 4096, Data: []byte("out of order")})
 	h.fill(other, pattern(size))
 	syncFile(t, h.f.files.path(inOrder))
+	h.f.SetServesReads(true)
+	served := h.mk(wire.KindCreate, wire.RootIno, "served")
+	h.fill(served, pattern(size))
+	h.f.SetServesReads(false)
+	syncFile(t, h.f.files.path(served))
+	if p := h.f.sums.prefix(served, size); p.n != size {
+		t.Fatalf("the coordinator kept the checksum of %d bytes of a file it wrote in order, want %d", p.n, size)
+	}
 
 	got, kept := cachedBytes(t, h.f.files.path(inOrder)), cachedBytes(t, h.f.files.path(other))
 	t.Logf("cached: %d MiB of the file written in order, %d MiB of the other, of %d MiB each", got>>20, kept>>20, size>>20)
@@ -131,6 +140,9 @@ func TestPagesOfAFileWrittenInOrderLeaveThePageCache(t *testing.T) {
 	}
 	if got > bound {
 		t.Fatalf("%d of %d bytes of a file written in order and synced are still cached, want at most %d: its pages did not leave the cache", got, size, bound)
+	}
+	if got := cachedBytes(t, h.f.files.path(served)); got < size*3/4 {
+		t.Fatalf("the coordinator kept %d of %d bytes of a file it wrote in order cached, want them for its reads", got, size)
 	}
 }
 
