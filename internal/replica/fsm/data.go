@@ -60,9 +60,10 @@ func (f *FSM) write(op *wire.Op) wire.Result {
 	if op.Offset >= n.Attr.Size {
 		from = op.Offset
 	}
+	inOrder := f.sums.continues(op.Ino, n.Attr.Size, op.Offset, uint64(len(op.Data)))
 	fh, err := f.writable(op.Ino, from)
 	if err == nil {
-		if !f.servesReads.Load() && f.sums.continues(op.Ino, n.Attr.Size, op.Offset, uint64(len(op.Data))) {
+		if inOrder && !f.servesReads.Load() {
 			err = writeUncached(fh, op.Data, op.Offset)
 		} else {
 			_, err = fh.WriteAt(op.Data, int64(op.Offset))
@@ -73,7 +74,7 @@ func (f *FSM) write(op *wire.Op) wire.Result {
 		f.fail(err)
 		return errno(syscall.EIO)
 	}
-	f.sums.wrote(op.Ino, n.Attr.Size, op.Offset, op.Data)
+	f.sums.wrote(op.Ino, inOrder, op.Offset, op.Data)
 	if end > n.Attr.Size {
 		f.resize(n, end)
 	}

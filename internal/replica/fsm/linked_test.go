@@ -166,6 +166,25 @@ func TestLinkedCheckpointWritesNoFileDataAndRestoresWhatItCaptured(t *testing.T)
 	}
 }
 
+// checkpointAndRestore checkpoints h's tree through a new store, checks
+// that the checkpoint restores to the digest the tree had, and returns the
+// store, the checkpoint and the bytes the checkpoint read.
+func checkpointAndRestore(t *testing.T, h *harness) (store *journal.CheckpointStore, id string, read uint64) {
+	t.Helper()
+	_, want, err := h.f.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store = openStore(t, t.TempDir())
+	r0 := readBytes(t)
+	id = checkpointThroughStore(t, h, store, nil)
+	read = uint64(readBytes(t) - r0)
+	if got := restoredDigest(t, store, id); got != want {
+		t.Fatalf("restored digest %s, want %s", got, want)
+	}
+	return store, id, read
+}
+
 // readBytes is the bytes this process has read so far (/proc/self/io).
 func readBytes(t *testing.T) int64 {
 	t.Helper()

@@ -104,10 +104,11 @@ func (s *seqSums) continues(ino, before, off, n uint64) bool {
 	return true
 }
 
-// wrote records a write of data at off to ino, which held before bytes.
-func (s *seqSums) wrote(ino, before, off uint64, data []byte) {
+// wrote records a write of data at off to ino; inOrder is what continues
+// said of it before it was made.
+func (s *seqSums) wrote(ino uint64, inOrder bool, off uint64, data []byte) {
 	n := uint64(len(data))
-	if !s.continues(ino, before, off, n) {
+	if !inOrder {
 		delete(s.m, ino)
 		return
 	}
@@ -172,20 +173,14 @@ var dontCacheRefused atomic.Bool
 // whole pages with RWF_DONTCACHE, which starts their writeback at once and
 // frees each folio when it completes; a partial page at either end through
 // the cache, since the next in-order write continues it and would otherwise
-// read it back from the disk. dropBehind's lag left most pages cached
+// read it back from the disk. The drop behind's lag left most pages cached
 // whenever the disk fell that far behind the writes (400 of 512 MiB in a
 // /tmp run, docs/performance.md).
 func writeUncached(fh *os.File, data []byte, off uint64) error {
-	page := uint64(os.Getpagesize())
 	end := off + uint64(len(data))
-	from := min((off+page-1)&^(page-1), end)
-	to := max(end&^(page-1), from)
+	from, to := wholePages(off, end)
 	if to-from < dropBehindMinWrite || dontCacheRefused.Load() {
-		if _, err := fh.WriteAt(data, int64(off)); err != nil {
-			return err
-		}
-		dropBehind(fh, off, end)
-		return nil
+		return writeDroppingBehind(fh, data, off)
 	}
 	if from > off {
 		if _, err := fh.WriteAt(data[:from-off], int64(off)); err != nil {
@@ -196,7 +191,7 @@ func writeUncached(fh *os.File, data []byte, off uint64) error {
 	n, err := unix.Pwritev2(int(fh.Fd()), [][]byte{mid}, int64(from), unix.RWF_DONTCACHE)
 	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL) {
 		dontCacheRefused.Store(true)
-		n, err = 0, nil
+		return writeDroppingBehind(fh, data[from-off:], from)
 	}
 	if err != nil {
 		return fmt.Errorf("write %d bytes at %d: %w", len(mid), from, err)
@@ -211,23 +206,35 @@ func writeUncached(fh *os.File, data []byte, off uint64) error {
 	return nil
 }
 
-// dropBehind is called after an in-order write of [off, end) to fh: it
-// starts the writeback of the written pages (sync_file_range WRITE, which
-// does not wait for it) and drops those dropBehindLag before them. Advice
-// only: a failure costs memory, never correctness, and a writeback error
-// stays recorded for the checkpoint's fdatasync.
-func dropBehind(fh *os.File, off, end uint64) {
-	if end-off < dropBehindMinWrite {
-		return
-	}
-	// Whole pages only: the partial page at the end is written on by the
-	// next write.
+// wholePages is the part of [off, end) made of whole pages (empty, from ==
+// to, when there is none): the partial page at either end is written on by
+// the neighbouring in-order write, so it stays cached.
+func wholePages(off, end uint64) (from, to uint64) {
 	page := uint64(os.Getpagesize())
-	from := (off + page - 1) &^ (page - 1)
-	to := end &^ (page - 1)
+	from = min((off+page-1)&^(page-1), end)
+	to = max(end&^(page-1), from)
+	return from, to
+}
+
+// writeDroppingBehind writes data at off to fh, a file written in order,
+// through the page cache, for a write too small for RWF_DONTCACHE to pay
+// or on a kernel that refuses it. Then it starts the writeback of the
+// written pages (sync_file_range WRITE, which does not wait for it) and
+// drops those dropBehindLag before them. Advice only: a failure costs
+// memory, never correctness, and a writeback error stays recorded for the
+// checkpoint's fdatasync.
+func writeDroppingBehind(fh *os.File, data []byte, off uint64) error {
+	if _, err := fh.WriteAt(data, int64(off)); err != nil {
+		return err
+	}
+	if len(data) < dropBehindMinWrite {
+		return nil
+	}
+	from, to := wholePages(off, off+uint64(len(data)))
 	fd := int(fh.Fd())
 	_ = unix.SyncFileRange(fd, int64(from), int64(to-from), unix.SYNC_FILE_RANGE_WRITE)
 	if from >= dropBehindLag {
 		_ = unix.Fadvise(fd, int64(from-dropBehindLag), int64(to-from), unix.FADV_DONTNEED)
 	}
+	return nil
 }
