@@ -58,13 +58,28 @@ func benchSetup(b *testing.B, opt cfuse.Options) benchTargets {
 	if err := os.Mkdir(rawDir, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	l := startLoopback(b)
+	l := startLoopback(b, passthroughLoopback)
 	return benchTargets{
 		raw:  benchTarget{"raw", rawDir, func() time.Duration { return 0 }},
 		loop: benchTarget{"loopback", l.dir, l.CPU},
 		mnt:  benchTarget{"mount", m, c.CPU},
 		c:    c,
 	}
+}
+
+// copyingTarget starts the copying loopback (loopback_test.go) as a
+// further baseline.
+func copyingTarget(b *testing.B) benchTarget {
+	l := startLoopback(b, copyingLoopback)
+	return benchTarget{"copying-loopback", l.dir, l.CPU}
+}
+
+// reportCopying publishes the copying loopback's figure, the mount's share
+// of it and its processor time per MiB.
+func reportCopying(b *testing.B, unit string, copying, mnt float64, cpu time.Duration, mib int) {
+	b.ReportMetric(copying, "copying-loopback-"+unit)
+	b.ReportMetric(100*mnt/copying, "%-of-copying-loopback")
+	b.ReportMetric(cpu.Seconds()*1000/float64(mib), "copying-loopback-cpu-ms/MiB")
 }
 
 // selfCPU is this process's processor time (the writer and, for the
@@ -140,11 +155,12 @@ func BenchmarkSeqWrite1MiB(b *testing.B) {
 		b.Run(mode.name, func(b *testing.B) {
 			t := benchSetup(b, cfuse.Options{SingleWriter: true, WritebackBytes: mode.writeback,
 				MaxWrite: mode.maxWrite})
-			var rate [3]float64
-			var cpu [3]time.Duration
+			copying := copyingTarget(b)
+			var rate [4]float64
+			var cpu [4]time.Duration
 			var hosts time.Duration
 			for b.Loop() {
-				for i, tg := range t.all() {
+				for i, tg := range append(t.all(), copying) {
 					before, hostsBefore := tg.pathCPU(), tg.cpu()
 					rate[i] += seqWrite(b, tg.dir)
 					cpu[i] += tg.pathCPU() - before
@@ -157,6 +173,7 @@ func BenchmarkSeqWrite1MiB(b *testing.B) {
 			report(b, "MiB/s", rate[0]/n, rate[1]/n, rate[2]/n)
 			mib := b.N * seqBytes >> 20
 			reportCPU(b, cpu[1], cpu[2], mib)
+			reportCopying(b, "MiB/s", rate[3]/n, rate[2]/n, cpu[3], mib)
 			// The split: the three replica hosts, and this process (the
 			// writer, the FUSE server and the client) as the rest.
 			b.ReportMetric(hosts.Seconds()*1000/float64(mib), "mount-hosts-cpu-ms/MiB")
@@ -269,21 +286,32 @@ func BenchmarkSeqRead1MiB(b *testing.B) {
 		{"readahead-1MiB/kernel-window", 0, -1, false}, {"readahead-128KiB", 128 << 10, 0, false}} {
 		b.Run(mode.name, func(b *testing.B) {
 			t := benchSetup(b, cfuse.Options{SingleWriter: true})
-			for _, tg := range t.all() {
+			copying := copyingTarget(b)
+			for _, tg := range append(t.all(), copying) {
 				seqWrite(b, tg.dir)
 			}
 			rawFile := firstFile(b, t.raw.dir)
-			loopFile := firstFile(b, t.loop.dir)
-			loopOrig := filepath.Join(filepath.Dir(t.loop.dir), "orig", filepath.Base(loopFile))
+			loopFile, loopOrig := loopbackFile(b, t.loop)
+			copyFile, copyOrig := loopbackFile(b, copying)
 			name := filepath.Base(firstFile(b, t.mnt.dir))
-			var rate [3]float64
-			var cpu [3]time.Duration
+			var rate [4]float64
+			var cpu [4]time.Duration
 			for b.Loop() {
 				rate[0] += seqRead(b, rawFile, rawFile)
 				before := t.loop.pathCPU()
 				rate[1] += seqRead(b, loopFile, loopOrig)
 				cpu[1] += t.loop.pathCPU() - before
-				fresh := t.c.mount(b, cfuse.Options{ReadOnly: true, SingleWriter: true,
+				// The copying loopback's own page cache is dropped too:
+				// unlike passthrough, its reads are cached in the mount.
+				before = copying.pathCPU()
+				rate[3] += seqRead(b, copyFile, copyOrig, copyFile)
+				cpu[3] += copying.pathCPU() - before
+				// A fresh mount per round, unmounted after it: its page
+				// cache goes with it, as the raw and loopback reads drop
+				// theirs, so each round's reads fill memory freed by the
+				// round before (on this VM memory never used before is
+				// much slower to fill: docs/performance.md).
+				fresh, unmount := t.c.mountUntil(b, cfuse.Options{ReadOnly: true, SingleWriter: true,
 					MaxReadAhead: mode.transfer, MaxWrite: mode.transfer, ReadAheadWindow: mode.window})
 				before = t.mnt.pathCPU()
 				var hosts []string
@@ -292,15 +320,28 @@ func BenchmarkSeqRead1MiB(b *testing.B) {
 				}
 				rate[2] += seqRead(b, filepath.Join(fresh, name), hosts...)
 				cpu[2] += t.mnt.pathCPU() - before
+				unmount()
 			}
 			n := float64(b.N)
 			report(b, "MiB/s", rate[0]/n, rate[1]/n, rate[2]/n)
 			reportCPU(b, cpu[1], cpu[2], b.N*seqBytes>>20)
+			reportCopying(b, "MiB/s", rate[3]/n, rate[2]/n, cpu[3], b.N*seqBytes>>20)
 		})
 	}
 }
 
-// dropPages drops the page cache of every regular file under root.
+// loopbackFile is the first file of a loopback target, and the file it
+// passes through to.
+func loopbackFile(b *testing.B, tg benchTarget) (file, orig string) {
+	file = firstFile(b, tg.dir)
+	return file, filepath.Join(filepath.Dir(tg.dir), "orig", filepath.Base(file))
+}
+
+// dropPages drops the page cache of every regular file under root. Each
+// file is flushed first: FADV_DONTNEED leaves dirty pages, and pages still
+// under writeback, cached, so a replica's backing file (which its apply
+// writes without a flush until the next checkpoint) would be read partly
+// from memory.
 func dropPages(b *testing.B, root string) {
 	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
@@ -311,6 +352,9 @@ func dropPages(b *testing.B, root string) {
 			return err
 		}
 		defer f.Close()
+		if err := unix.Fdatasync(int(f.Fd())); err != nil {
+			return fmt.Errorf("flush %s: %w", p, err)
+		}
 		return unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,8 +76,17 @@ func startCluster(t testing.TB, capacity uint64) *cluster {
 // mount mounts the volume at a fresh directory, unmounted in Cleanup.
 func (c *cluster) mount(t testing.TB, opt cfuse.Options) string {
 	t.Helper()
+	target, _ := c.mountUntil(t, opt)
+	return target
+}
+
+// mountUntil is mount, returning as well a function that unmounts the
+// volume sooner (a benchmark's fresh mount per round, whose page cache
+// would otherwise stay until the benchmark ends).
+func (c *cluster) mountUntil(t testing.TB, opt cfuse.Options) (target string, unmount func()) {
+	t.Helper()
 	tmp := t.TempDir()
-	target := filepath.Join(tmp, "mnt")
+	target = filepath.Join(tmp, "mnt")
 	if err := os.Mkdir(target, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -95,8 +105,9 @@ func (c *cluster) mount(t testing.TB, opt cfuse.Options) string {
 		cl.Close()
 		t.Fatalf("mount the volume: %v", err)
 	}
-	t.Cleanup(func() { unmountForCleanup(t, m) })
-	return target
+	unmount = sync.OnceFunc(func() { unmountForCleanup(t, m) })
+	t.Cleanup(unmount)
+	return target, unmount
 }
 
 func unmountForCleanup(t testing.TB, m *cfuse.Mount) {

@@ -73,7 +73,7 @@ func MountVolume(ctx context.Context, target string, cl *client.Client, o Option
 	}
 	if opt.ReadAheadWindow > 0 {
 		// A mount without it still works, with 128 KiB sequential reads.
-		if err := setReadAheadWindow(target, opt.ReadAheadWindow); err != nil {
+		if err := SetReadAheadWindow(target, opt.ReadAheadWindow); err != nil {
 			fsys.log.Warn("sequential reads keep the kernel's default readahead", "error", err)
 		}
 	}

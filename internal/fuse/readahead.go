@@ -31,9 +31,9 @@ const maxReadAheadWindow = 64 << 20
 // bdiRoot is where the kernel lists backing devices.
 const bdiRoot = "/sys/class/bdi"
 
-// setReadAheadWindow sets the readahead window of the mount at target to
+// SetReadAheadWindow sets the readahead window of the FUSE mount at target to
 // bytes.
-func setReadAheadWindow(target string, bytes int) error {
+func SetReadAheadWindow(target string, bytes int) error {
 	var st unix.Stat_t
 	if err := unix.Stat(target, &st); err != nil {
 		return fmt.Errorf("stat the mount point: %w", err)
