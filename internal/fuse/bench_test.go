@@ -6,6 +6,8 @@ package fuse_test
 // machine's FUSE ceiling, loopback_test.go) and on a raw directory of the
 // same disk, in the same run; the metrics are the three figures and the
 // mount's ratio to each baseline (docs/performance.md, "## FUSE mount").
+// The 1 MiB benchmarks also run the copying loopback, the same example
+// without passthrough (loopback_test.go).
 // Run with `make bench-fuse`; `BENCH_BASE=<commit> make bench-fuse` also
 // runs an older commit's benchmarks beside these (hack/bench-fuse-ab.sh).
 
@@ -36,6 +38,7 @@ type benchTarget struct {
 	name string
 	dir  string
 	cpu  func() time.Duration
+	orig string // a loopback's backing directory
 }
 
 // benchTargets: the raw directory, go-fuse's loopback example and the
@@ -60,9 +63,9 @@ func benchSetup(b *testing.B, opt cfuse.Options) benchTargets {
 	}
 	l := startLoopback(b, passthroughLoopback)
 	return benchTargets{
-		raw:  benchTarget{"raw", rawDir, func() time.Duration { return 0 }},
-		loop: benchTarget{"loopback", l.dir, l.CPU},
-		mnt:  benchTarget{"mount", m, c.CPU},
+		raw:  benchTarget{"raw", rawDir, func() time.Duration { return 0 }, ""},
+		loop: benchTarget{"loopback", l.dir, l.CPU, l.orig},
+		mnt:  benchTarget{"mount", m, c.CPU, ""},
 		c:    c,
 	}
 }
@@ -71,7 +74,7 @@ func benchSetup(b *testing.B, opt cfuse.Options) benchTargets {
 // further baseline.
 func copyingTarget(b *testing.B) benchTarget {
 	l := startLoopback(b, copyingLoopback)
-	return benchTarget{"copying-loopback", l.dir, l.CPU}
+	return benchTarget{"copying-loopback", l.dir, l.CPU, l.orig}
 }
 
 // reportCopying publishes the copying loopback's figure, the mount's share
@@ -145,7 +148,8 @@ func seqWriteSized(b *testing.B, dir string, size int) float64 {
 
 // BenchmarkSeqWrite1MiB: 64 MiB in 1 MiB writes, then fsync (MiB/s), with
 // write-behind (the single-writer default) and with every WRITE waiting for
-// its commit: the measurement behind Options.WritebackBytes.
+// its commit: the measurement behind Options.WritebackBytes. The copying
+// loopback (loopback_test.go) runs beside the three targets.
 func BenchmarkSeqWrite1MiB(b *testing.B) {
 	for _, mode := range []struct {
 		name      string
@@ -269,8 +273,9 @@ func seqRead(b *testing.B, path string, drop ...string) float64 {
 }
 
 // BenchmarkSeqRead1MiB: a 64 MiB file read in 1 MiB reads with a cold
-// cache (MiB/s): the pages of the raw file and of the loopback example's
-// backing file dropped, the mount's read through a fresh read-only mount
+// cache (MiB/s): the pages of the raw file and of the loopbacks' backing
+// files dropped (and the copying loopback's own), the mount's read through
+// a fresh read-only mount
 // each time; the replicas' backing files stay in their page cache (as the
 // benchmark measured before issue 14, so A/B runs compare like with like)
 // except in hosts-cold, where their pages are dropped too. With the default
@@ -308,9 +313,7 @@ func BenchmarkSeqRead1MiB(b *testing.B) {
 				cpu[3] += copying.pathCPU() - before
 				// A fresh mount per round, unmounted after it: its page
 				// cache goes with it, as the raw and loopback reads drop
-				// theirs, so each round's reads fill memory freed by the
-				// round before (on this VM memory never used before is
-				// much slower to fill: docs/performance.md).
+				// theirs, instead of every round's staying until the end.
 				fresh, unmount := t.c.mountUntil(b, cfuse.Options{ReadOnly: true, SingleWriter: true,
 					MaxReadAhead: mode.transfer, MaxWrite: mode.transfer, ReadAheadWindow: mode.window})
 				before = t.mnt.pathCPU()
@@ -334,7 +337,7 @@ func BenchmarkSeqRead1MiB(b *testing.B) {
 // passes through to.
 func loopbackFile(b *testing.B, tg benchTarget) (file, orig string) {
 	file = firstFile(b, tg.dir)
-	return file, filepath.Join(filepath.Dir(tg.dir), "orig", filepath.Base(file))
+	return file, filepath.Join(tg.orig, filepath.Base(file))
 }
 
 // dropPages drops the page cache of every regular file under root. Each
