@@ -89,6 +89,13 @@ func main() {
 			Name:         "copyloopback",
 			MaxWrite:     cfuse.MaxWrite,
 			MaxReadAhead: cfuse.MaxReadAhead,
+			// A 1 MiB READ's reply does not fit the pipe splice(2) would
+			// carry it in: header, data and a spare page exceed the default
+			// fs.pipe-max-size (1 MiB). Every READ then failed its splice,
+			// logged "trySplice: ...", and fell back to the copy a server
+			// that produces its data makes anyway; the copy alone is the
+			// ceiling this process stands for.
+			DisableSplice: true,
 		},
 	})
 	if err != nil {
