@@ -22,7 +22,7 @@ func bigEntries(from, to uint64, size int, term uint64) []*raft.Log {
 // entry read from the file fails its checksum.
 func rot(t *testing.T, dir string) {
 	t.Helper()
-	p := filepathSeg(dir, 1)
+	p := lastSegment(t, dir)
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)

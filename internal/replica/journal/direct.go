@@ -35,7 +35,7 @@ func (l *Log) openDirect(s *segment) {
 	if !directIO || s.direct != nil {
 		return
 	}
-	f, err := directio.Open(l.segPath(s.seq), 0)
+	f, err := directio.Open(l.segPath(s.name), 0)
 	if err != nil {
 		return
 	}
@@ -44,17 +44,16 @@ func (l *Log) openDirect(s *segment) {
 	s.blockEnd = -1
 }
 
-// settle makes s an ordinary segment file again: the padding after its last
-// frame is cut off and the O_DIRECT descriptor closed. The caller syncs.
+// settle makes s an ordinary segment file again: what follows its last
+// frame (padding, or a recycled segment's earlier contents, recycle.go) is
+// cut off and the O_DIRECT descriptor closed. The caller syncs.
 func (s *segment) settle() error {
-	if s.direct == nil {
-		return nil
+	if s.direct != nil {
+		s.direct.Close()
+		s.direct, s.block = nil, nil
 	}
-	err := s.f.Truncate(s.size)
-	s.direct.Close()
-	s.direct, s.block = nil, nil
-	if err != nil {
-		return fmt.Errorf("cut journal segment %d to its frames: %w", s.seq, err)
+	if err := s.f.Truncate(s.size); err != nil {
+		return fmt.Errorf("cut journal segment %d to its frames: %w", s.name.seq, err)
 	}
 	return nil
 }

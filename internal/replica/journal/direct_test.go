@@ -92,9 +92,9 @@ func TestAppendsOfEverySizeReadBackAfterAKillAndATruncation(t *testing.T) {
 				}
 				switch {
 				case i < len(l.segs)-1 && fi.Size() != s.size:
-					t.Fatalf("segment %d (not the tail) is %d bytes on disk, its frames end at %d", s.seq, fi.Size(), s.size)
+					t.Fatalf("segment %d (not the tail) is %d bytes on disk, its frames end at %d", s.name.seq, fi.Size(), s.size)
 				case i == len(l.segs)-1 && direct && (fi.Size()%directio.Block != 0 || fi.Size() < s.size || fi.Size()-s.size >= directio.Block):
-					t.Fatalf("tail segment %d is %d bytes on disk, its frames end at %d: want block-aligned padding", s.seq, fi.Size(), s.size)
+					t.Fatalf("tail segment %d is %d bytes on disk, its frames end at %d: want block-aligned padding", s.name.seq, fi.Size(), s.size)
 				}
 			}
 			check := func(l *Log, first, last uint64) {
@@ -129,7 +129,7 @@ func TestAppendsOfEverySizeReadBackAfterAKillAndATruncation(t *testing.T) {
 				t.Fatal(err)
 			}
 			tail := l2.segs[len(l2.segs)-1]
-			if fi, err := os.Stat(l2.segPath(tail.seq)); err != nil || fi.Size() != tail.size {
+			if fi, err := os.Stat(l2.segPath(tail.name)); err != nil || fi.Size() != tail.size {
 				t.Fatalf("after Close the tail segment is %v bytes (%v), its frames end at %d", fi.Size(), err, tail.size)
 			}
 			l3, torn := openT(t, dir, 256<<10)

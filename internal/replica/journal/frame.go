@@ -38,7 +38,7 @@ const (
 
 // readFrameAt verifies one frame and returns its kind, index (entries) and
 // length.
-func readFrameAt(f *os.File, off int64, hdr []byte, size int64) (frameKind, uint64, int64, error) {
+func readFrameAt(f *os.File, off int64, hdr []byte, size int64, salt segSalt) (frameKind, uint64, int64, error) {
 	if size-off < frameHeader {
 		return 0, 0, 0, errors.New("short frame header")
 	}
@@ -54,7 +54,7 @@ func readFrameAt(f *os.File, off int64, hdr []byte, size int64) (frameKind, uint
 		if _, err := f.ReadAt(p[:], off+frameHeader); err != nil {
 			return 0, 0, 0, err
 		}
-		if err := checkMarker(hdr, p[:], off); err != nil {
+		if err := checkMarker(hdr, p[:], off, salt); err != nil {
 			return 0, 0, 0, err
 		}
 		return markerFrame, 0, markerSize, nil
@@ -66,29 +66,31 @@ func readFrameAt(f *os.File, off int64, hdr []byte, size int64) (frameKind, uint
 	if _, err := f.ReadAt(payload, off+frameHeader); err != nil {
 		return 0, 0, 0, err
 	}
-	if crc32.Update(crc32.Checksum(hdr[0:4], castagnoli), castagnoli, payload) != binary.BigEndian.Uint32(hdr[4:8]) {
+	if salt.frameCRC(hdr[0:4], payload) != binary.BigEndian.Uint32(hdr[4:8]) {
 		return 0, 0, 0, errors.New("frame checksum mismatch")
 	}
 	return entryFrame, binary.BigEndian.Uint64(payload[0:8]), frameHeader + int64(n), nil
 }
 
-func checkMarker(hdr, payload []byte, off int64) error {
-	if crc32.Update(crc32.Checksum(hdr[0:4], castagnoli), castagnoli, payload) != binary.BigEndian.Uint32(hdr[4:8]) {
+func checkMarker(hdr, payload []byte, off int64, salt segSalt) error {
+	if salt.frameCRC(hdr[0:4], payload) != binary.BigEndian.Uint32(hdr[4:8]) {
 		return errors.New("batch marker checksum mismatch")
 	}
-	if at := binary.BigEndian.Uint64(payload); at != uint64(off) {
+	if at := binary.BigEndian.Uint64(payload) ^ uint64(salt); at != uint64(off) {
 		return fmt.Errorf("batch marker records offset %d", at)
 	}
 	return nil
 }
 
 // encodeMarker appends the marker of a batch written at segment offset off.
-func encodeMarker(buf []byte, off int64) []byte {
+// A salted segment records the offset XOR the salt, so a marker left at the
+// same offset by a recycled segment's earlier life never checks out.
+func encodeMarker(buf []byte, off int64, salt segSalt) []byte {
 	start := len(buf)
 	buf = binary.BigEndian.AppendUint32(buf, batchFlag|markerPayload)
 	buf = append(buf, 0, 0, 0, 0)
-	buf = binary.BigEndian.AppendUint64(buf, uint64(off))
-	crc := crc32.Update(crc32.Checksum(buf[start:start+4], castagnoli), castagnoli, buf[start+frameHeader:])
+	buf = binary.BigEndian.AppendUint64(buf, uint64(off)^uint64(salt))
+	crc := salt.frameCRC(buf[start:start+4], buf[start+frameHeader:])
 	binary.BigEndian.PutUint32(buf[start+4:], crc)
 	return buf
 }
@@ -96,7 +98,7 @@ func encodeMarker(buf []byte, off int64) []byte {
 // laterBatch looks past a bad frame at off for a valid batch marker (at any
 // byte position: the bad frame's length cannot be trusted to find the next
 // frame) and returns its offset.
-func laterBatch(f *os.File, off, size int64) (int64, bool, error) {
+func laterBatch(f *os.File, off, size int64, salt segSalt) (int64, bool, error) {
 	rest := make([]byte, size-off)
 	if _, err := f.ReadAt(rest, off); err != nil && !errors.Is(err, io.EOF) {
 		return 0, false, err
@@ -106,7 +108,7 @@ func laterBatch(f *os.File, off, size int64) (int64, bool, error) {
 		if binary.BigEndian.Uint32(rest[p:]) != want {
 			continue
 		}
-		if checkMarker(rest[p:p+frameHeader], rest[p+frameHeader:p+markerSize], off+int64(p)) == nil {
+		if checkMarker(rest[p:p+frameHeader], rest[p+frameHeader:p+markerSize], off+int64(p), salt) == nil {
 			return off + int64(p), true, nil
 		}
 	}
@@ -122,19 +124,20 @@ type batchVec struct {
 	iov   [][]byte // small pieces and entries' data, in file order
 	mark  int      // start of the small piece not yet in iov
 	size  int      // bytes in the batch
+	salt  segSalt  // the segment's, for the checksums
 }
 
 // newBatchVec sizes the small buffer for a marker and the frames of logs.
-func newBatchVec(logs []*raft.Log) *batchVec {
+func newBatchVec(logs []*raft.Log, salt segSalt) *batchVec {
 	n := markerSize
 	for _, lg := range logs {
 		n += frameHeader + logFixedSize + 2*binary.MaxVarintLen64 + len(lg.Extensions)
 	}
-	return &batchVec{small: make([]byte, 0, n), iov: make([][]byte, 0, 2*len(logs)+1)}
+	return &batchVec{small: make([]byte, 0, n), iov: make([][]byte, 0, 2*len(logs)+1), salt: salt}
 }
 
 // marker appends the batch marker for segment offset off.
-func (v *batchVec) marker(off int64) { v.small = encodeMarker(v.small, off) }
+func (v *batchVec) marker(off int64) { v.small = encodeMarker(v.small, off, v.salt) }
 
 // log appends one entry frame; the returned offset is the frame's within
 // the batch.
@@ -152,7 +155,7 @@ func (v *batchVec) log(lg *raft.Log) int {
 	v.small = append(v.small, lg.Extensions...)
 	n := len(v.small) - start - frameHeader + len(lg.Data)
 	binary.BigEndian.PutUint32(v.small[start:], uint32(n))
-	crc := crc32.Checksum(v.small[start:start+4], castagnoli)
+	crc := crc32.Update(v.salt.seed(), castagnoli, v.small[start:start+4])
 	crc = crc32.Update(crc, castagnoli, v.small[start+frameHeader:head])
 	crc = crc32.Update(crc, castagnoli, lg.Data)
 	crc = crc32.Update(crc, castagnoli, v.small[head:])

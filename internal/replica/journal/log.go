@@ -3,9 +3,11 @@ package journal
 // The journal's log store. docs/journal-format.md is the specification;
 // this is its implementation:
 //
-//   - segment files NNNNNNNNNNNNNNNNNNNN.seg (a sequence number), holding
-//     frames appended in index order: length uint32, CRC-32C uint32 (over
-//     the length and the payload), payload (one raft.Log);
+//   - segment files NNNNNNNNNNNNNNNNNNNN-SSSSSSSSSSSSSSSS.seg (a sequence
+//     number and the salt of its checksums, recycle.go; journals written
+//     before salts have NNNNNNNNNNNNNNNNNNNN.seg), holding frames appended in
+//     index order: length uint32, CRC-32C uint32 (over the salt, the length
+//     and the payload), payload (one raft.Log);
 //   - one fdatasync per StoreLogs call, so a batch is durable before raft
 //     acknowledges it; each batch begins with a batch marker (frame.go);
 //   - on open, every segment is scanned and every frame's checksum
@@ -24,10 +26,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,7 +51,7 @@ const (
 var ErrCorrupt = errors.New("journal corrupt")
 
 type segment struct {
-	seq     uint64
+	name    segName
 	f       *os.File
 	first   uint64   // index of the first frame (valid when len(offsets) > 0)
 	offsets []uint32 // byte offset of each frame
@@ -85,6 +84,9 @@ type Log struct {
 	// restart the older entries reappear, which raft tolerates.
 	floor  uint64
 	stable *stableStore
+	// spares are removed segments kept to be renamed into new ones
+	// (recycle.go).
+	spares []string
 	closed bool
 	// syncData makes an append durable (fdatasync; tests slow it down).
 	syncData func(fd int) error
@@ -106,13 +108,16 @@ func OpenLog(dir string, segmentSize int64) (*Log, int64, error) {
 		return nil, 0, err
 	}
 	l := &Log{dir: dir, segSize: segmentSize, stable: st, syncData: unix.Fdatasync}
-	seqs, err := segmentSeqs(dir)
+	names, err := segmentNames(dir)
 	if err != nil {
 		return nil, 0, err
 	}
+	if l.spares, err = spareFiles(dir); err != nil {
+		return nil, 0, err
+	}
 	var torn int64
-	for i, seq := range seqs {
-		s, t, err := l.openSegment(seq, i == len(seqs)-1)
+	for i, name := range names {
+		s, t, err := l.openSegment(name, i == len(names)-1)
 		if err != nil {
 			l.Close()
 			return nil, 0, err
@@ -124,42 +129,22 @@ func OpenLog(dir string, segmentSize int64) (*Log, int64, error) {
 		}
 	}
 	if len(l.segs) == 0 {
-		if err := l.newSegment(1); err != nil {
+		s, err := l.createSegment(1, true)
+		if err != nil {
 			return nil, 0, err
 		}
+		l.segs = append(l.segs, s)
 	}
 	l.openDirect(l.segs[len(l.segs)-1])
 	return l, torn, nil
 }
 
-func segmentSeqs(dir string) ([]uint64, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("list journal: %w", err)
-	}
-	var seqs []uint64
-	for _, e := range ents {
-		name, ok := strings.CutSuffix(e.Name(), segSuffix)
-		if !ok {
-			continue
-		}
-		n, err := strconv.ParseUint(name, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%w: stray segment name %s", ErrCorrupt, e.Name())
-		}
-		seqs = append(seqs, n)
-	}
-	slices.Sort(seqs)
-	return seqs, nil
-}
-
-func (l *Log) segPath(seq uint64) string {
-	return filepath.Join(l.dir, fmt.Sprintf("%020d%s", seq, segSuffix))
-}
+func (l *Log) segPath(n segName) string { return filepath.Join(l.dir, n.file()) }
 
 // openSegment scans a segment, verifying every frame.
-func (l *Log) openSegment(seq uint64, tail bool) (*segment, int64, error) {
-	f, err := os.OpenFile(l.segPath(seq), os.O_RDWR, 0)
+func (l *Log) openSegment(name segName, tail bool) (*segment, int64, error) {
+	seq := name.seq
+	f, err := os.OpenFile(l.segPath(name), os.O_RDWR, 0)
 	if err != nil {
 		return nil, 0, fmt.Errorf("open journal segment %d: %w", seq, err)
 	}
@@ -168,11 +153,11 @@ func (l *Log) openSegment(seq uint64, tail bool) (*segment, int64, error) {
 		f.Close()
 		return nil, 0, err
 	}
-	s := &segment{seq: seq, f: f}
+	s := &segment{name: name, f: f}
 	var hdr [frameHeader]byte
 	var off int64
 	for off < fi.Size() {
-		kind, idx, n, err := readFrameAt(f, off, hdr[:], fi.Size())
+		kind, idx, n, err := readFrameAt(f, off, hdr[:], fi.Size(), name.salt)
 		if err == nil && kind == entryFrame && len(s.offsets) > 0 && idx != s.last()+1 {
 			err = fmt.Errorf("index %d follows %d", idx, s.last())
 		}
@@ -193,7 +178,7 @@ func (l *Log) openSegment(seq uint64, tail bool) (*segment, int64, error) {
 				f.Close()
 				return nil, 0, fmt.Errorf("%w: segment %d at offset %d: %v", ErrCorrupt, seq, off, err)
 			}
-			at, later, lerr := laterBatch(f, off, fi.Size())
+			at, later, lerr := laterBatch(f, off, fi.Size(), name.salt)
 			if lerr != nil {
 				f.Close()
 				return nil, 0, fmt.Errorf("scan journal segment %d: %w", seq, lerr)
@@ -203,7 +188,8 @@ func (l *Log) openSegment(seq uint64, tail bool) (*segment, int64, error) {
 				return nil, 0, fmt.Errorf("%w: segment %d at offset %d: %v, before the batch written at offset %d: an acknowledged entry is damaged",
 					ErrCorrupt, seq, off, err, at)
 			}
-			// Torn tail: discard everything from the first bad frame.
+			// Torn tail: discard everything from the first bad frame (in a
+			// recycled segment, also what its earlier life left after it).
 			torn := fi.Size() - off
 			if err := f.Truncate(off); err != nil {
 				f.Close()
@@ -232,36 +218,46 @@ func (l *Log) appendSegment(s *segment) error {
 	if len(l.segs) > 0 {
 		prev := l.segs[len(l.segs)-1]
 		if len(prev.offsets) == 0 {
-			return fmt.Errorf("%w: empty segment %d is not the last", ErrCorrupt, prev.seq)
+			return fmt.Errorf("%w: empty segment %d is not the last", ErrCorrupt, prev.name.seq)
 		}
 		if len(s.offsets) > 0 && s.first != prev.last()+1 {
-			return fmt.Errorf("%w: segment %d starts at index %d, previous ends at %d", ErrCorrupt, s.seq, s.first, prev.last())
+			return fmt.Errorf("%w: segment %d starts at index %d, previous ends at %d", ErrCorrupt, s.name.seq, s.first, prev.last())
 		}
 	}
 	l.segs = append(l.segs, s)
 	return nil
 }
 
-func (l *Log) newSegment(seq uint64) error {
-	s, err := l.createSegment(seq)
+// createSegment makes the segment numbered seq, durable in the directory:
+// a spare renamed under a new salt when one is kept, else a new file, which
+// first (a new journal's first segment) fills with up to DefaultSegmentSize
+// zeros (recycle.go says why).
+func (l *Log) createSegment(seq uint64, first bool) (*segment, error) {
+	salt, err := newSalt()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	l.segs = append(l.segs, s)
-	return nil
-}
-
-// createSegment creates an empty segment file, durable in the directory.
-func (l *Log) createSegment(seq uint64) (*segment, error) {
-	f, err := os.OpenFile(l.segPath(seq), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	name := segName{seq: seq, salt: salt}
+	f, err := l.takeSpare(l.segPath(name))
 	if err != nil {
-		return nil, fmt.Errorf("create journal segment: %w", err)
+		return nil, err
+	}
+	if f == nil {
+		if f, err = os.OpenFile(l.segPath(name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
+			return nil, fmt.Errorf("create journal segment: %w", err)
+		}
+		if first && salt != 0 {
+			if err := zeroFill(f, min(l.segSize, DefaultSegmentSize)); err != nil {
+				f.Close()
+				return nil, err
+			}
+		}
 	}
 	if err := durable.SyncDir(l.dir); err != nil {
 		f.Close()
 		return nil, err
 	}
-	return &segment{seq: seq, f: f}, nil
+	return &segment{name: name, f: f}, nil
 }
 
 // FirstIndex implements raft.LogStore.
@@ -330,7 +326,7 @@ func (l *Log) GetLog(index uint64, lg *raft.Log) error {
 	// The next batch's marker may sit between this frame and the next one.
 	n := binary.BigEndian.Uint32(buf[0:4])
 	if int64(n) > int64(len(buf)-frameHeader) ||
-		crc32.Update(crc32.Checksum(buf[0:4], castagnoli), castagnoli, buf[frameHeader:frameHeader+n]) != binary.BigEndian.Uint32(buf[4:8]) {
+		s.name.salt.frameCRC(buf[0:4], buf[frameHeader:frameHeader+n]) != binary.BigEndian.Uint32(buf[4:8]) {
 		return fmt.Errorf("%w: entry %d fails its checksum", ErrCorrupt, index)
 	}
 	return decodeLog(buf[frameHeader:frameHeader+n], lg)
@@ -403,7 +399,7 @@ func (l *Log) storeLogs(logs []*raft.Log) error {
 		if err := unix.Fdatasync(int(tail.f.Fd())); err != nil {
 			return err
 		}
-		next, err := l.createSegment(tail.seq + 1)
+		next, err := l.createSegment(tail.name.seq+1, false)
 		if err != nil {
 			return err
 		}
@@ -413,7 +409,7 @@ func (l *Log) storeLogs(logs []*raft.Log) error {
 		tail = next
 		l.openDirect(tail)
 	}
-	vec := newBatchVec(logs)
+	vec := newBatchVec(logs, tail.name.salt)
 	vec.marker(tail.size)
 	offs := make([]uint32, 0, len(logs))
 	for _, lg := range logs {

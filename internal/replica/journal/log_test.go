@@ -80,11 +80,11 @@ func TestJournalSurvivesReopenAcrossSegments(t *testing.T) {
 
 func lastSegment(t *testing.T, dir string) string {
 	t.Helper()
-	seqs, err := segmentSeqs(dir)
-	if err != nil || len(seqs) == 0 {
+	names, err := segmentNames(dir)
+	if err != nil || len(names) == 0 {
 		t.Fatal(err)
 	}
-	return filepath.Join(dir, fmt.Sprintf("%020d%s", seqs[len(seqs)-1], segSuffix))
+	return filepath.Join(dir, names[len(names)-1].file())
 }
 
 func TestTornTailIsTruncatedToTheLastWholeBatch(t *testing.T) {
@@ -118,8 +118,8 @@ func TestCorruptionBeforeTheTailRefusesToOpen(t *testing.T) {
 		l.StoreLogs(entries(i, i+3))
 	}
 	l.Close()
-	seqs, _ := segmentSeqs(dir)
-	first := filepath.Join(dir, fmt.Sprintf("%020d%s", seqs[0], segSuffix))
+	names, _ := segmentNames(dir)
+	first := filepath.Join(dir, names[0].file())
 	fh, _ := os.OpenFile(first, os.O_WRONLY, 0)
 	fh.WriteAt([]byte{0xFF}, 20)
 	fh.Close()

@@ -94,7 +94,7 @@ func TestTornBatchWithGoodFramesBehindABadOneIsATornTail(t *testing.T) {
 func TestJournalWithoutBatchMarkersStillOpens(t *testing.T) {
 	dir := t.TempDir()
 	logs := entries(1, 20)
-	vec := newBatchVec(logs)
+	vec := newBatchVec(logs, 0)
 	for _, lg := range logs {
 		vec.log(lg)
 	}
@@ -117,5 +117,5 @@ func TestJournalWithoutBatchMarkersStillOpens(t *testing.T) {
 }
 
 func filepathSeg(dir string, seq uint64) string {
-	return (&Log{dir: dir}).segPath(seq)
+	return (&Log{dir: dir}).segPath(segName{seq: seq})
 }

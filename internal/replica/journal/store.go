@@ -32,6 +32,9 @@ func OpenJournal(dir string, segmentSize int64, log *slog.Logger) (*Log, error) 
 		return nil, err
 	}
 	if torn > 0 {
+		// After a crash the count includes what a reused or zero-filled
+		// tail segment held past its last batch (journal-format.md,
+		// "Recycled segments"), not only a torn batch.
 		log.Warn("torn journal tail truncated on recovery", "bytes", torn)
 	}
 	return l, nil

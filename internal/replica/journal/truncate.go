@@ -63,7 +63,7 @@ func (l *Log) truncateSuffix(min uint64) error {
 			break
 		}
 		s.close()
-		if err := os.Remove(l.segPath(s.seq)); err != nil {
+		if err := os.Remove(l.segPath(s.name)); err != nil {
 			return fmt.Errorf("delete journal segment: %w", err)
 		}
 		l.segs = l.segs[:len(l.segs)-1]
@@ -96,8 +96,8 @@ func (l *Log) truncateSuffix(min uint64) error {
 	return nil
 }
 
-// truncatePrefix deletes whole segments holding only entries <= hi, oldest
-// first; the tail segment always stays.
+// truncatePrefix retires whole segments holding only entries <= hi, oldest
+// first (kept as spares, recycle.go); the tail segment always stays.
 func (l *Log) truncatePrefix(hi uint64) error {
 	l.floor = max(l.floor, hi+1)
 	removed := false
@@ -107,8 +107,8 @@ func (l *Log) truncatePrefix(hi uint64) error {
 			break
 		}
 		s.close()
-		if err := os.Remove(l.segPath(s.seq)); err != nil {
-			return fmt.Errorf("delete journal segment: %w", err)
+		if err := l.retire(s); err != nil {
+			return err
 		}
 		l.segs = l.segs[1:]
 		removed = true

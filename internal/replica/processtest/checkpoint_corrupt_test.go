@@ -182,7 +182,7 @@ func TestBitRotInTheJournalTailReportsLostInsteadOfTruncating(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b[len(b)/2] ^= 0x10
+	b[writtenEnd(b)/2] ^= 0x10
 	if err := os.WriteFile(seg, b, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -17,11 +17,13 @@ import (
 )
 
 // claimBytes is the backing claim docs/replica-engine.md states for a
-// volume of capacity c with journal bound j: six capacities (tree, capture,
-// checkpoint being written, two kept, restore staging) plus the journal, and
-// an eighth on top for the file system's own metadata (ext4: inode tables
-// and its journal, 6.3% measured at this size).
-func claimBytes(c, j int64) int64 { return (6*c + j) * 9 / 8 }
+// volume of capacity c with journal bound j and segment size seg: six
+// capacities (tree, capture, checkpoint being written, two kept, restore
+// staging) plus the journal, three segments written ahead of it (the first
+// segment's zeros or a reused tail's old contents, two spares), and an
+// eighth on top for the file system's own metadata (ext4: inode tables and
+// its journal, 6.3% measured at this size).
+func claimBytes(c, j, seg int64) int64 { return (6*c + j + 3*seg) * 9 / 8 }
 
 // maxSampler records the largest value each probe returned while it runs.
 type maxSampler struct {
@@ -65,7 +67,7 @@ func (s *maxSampler) finish() []int64 {
 func TestVolumeRewritingTwentyTimesItsCapacityFitsTheStatedClaimAndJournalBound(t *testing.T) {
 	const capacity = 64 << 20
 	const journalBound = replica.DefaultJournalBytes
-	claim := claimBytes(capacity, journalBound)
+	claim := claimBytes(capacity, journalBound, harnessSegmentBytes)
 	disks := []string{loopDisk(t, claim), loopDisk(t, claim), loopDisk(t, claim)}
 	c := startCluster(t, clusterOpts{capacity: capacity, configure: func(i int, f *host.StandaloneFile) {
 		f.Workers[0].DataDir = filepath.Join(disks[i], "data")

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,6 +23,10 @@ import (
 )
 
 const volume = "vol"
+
+// harnessSegmentBytes is the journal segment size the hosts run with: small
+// enough that tests roll and compact segments.
+const harnessSegmentBytes = 4 << 20
 
 var hostBinary string
 
@@ -229,7 +234,7 @@ func (c *cluster) start(i int) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	args := append([]string{"-config", c.gen.HostFiles[i], "-log-level", "warn", "-journal-segment-bytes", "4194304",
+	args := append([]string{"-config", c.gen.HostFiles[i], "-log-level", "warn", "-journal-segment-bytes", strconv.Itoa(harnessSegmentBytes),
 		"-admin-socket", c.admin[i]}, c.opts.hostArgs...)
 	cmd := exec.Command(hostBinary, args...)
 	cmd.Env = append(os.Environ(), c.env[i]...)

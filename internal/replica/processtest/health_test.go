@@ -87,6 +87,12 @@ func (c *cluster) expectHealth(i int, healthy bool, within time.Duration) {
 	})
 }
 
+// writtenEnd is where the bytes appended to a segment end: a new journal's
+// first segment is written with zeros before its appends
+// (docs/journal-format.md, "Recycled segments"), so past its last byte that
+// is not zero.
+func writtenEnd(segment []byte) int { return len(bytes.TrimRight(segment, "\x00")) }
+
 // tailSegment is the segment of replica i's journal that takes appends.
 func (c *cluster) tailSegment(i int) string {
 	c.t.Helper()

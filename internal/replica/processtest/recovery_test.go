@@ -205,7 +205,7 @@ func tearTail(t testing.TB, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	end := len(b)
+	end := writtenEnd(b)
 	if end < 100 {
 		t.Fatalf("segment %s holds only %d bytes", last, end)
 	}
