@@ -38,8 +38,8 @@ import (
 const (
 	spareSuffix = ".spare"
 	// spareSegments is how many removed segments are kept to be reused.
-	// Two cover the segments one compaction frees between the checkpoints
-	// of a volume written at full speed; more would only hold disk.
+	// Each holds up to the segment size on disk, which the stated disk
+	// bound counts (docs/replica-engine.md, "Disk and memory bounds").
 	spareSegments = 2
 )
 
