@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 const recycleSeg = 64 << 10
@@ -222,4 +224,29 @@ func TestUnsaltedSegmentsOpenAndRollIntoSaltedOnes(t *testing.T) {
 	l2.Close()
 	l3, _ := openT(t, dir, recycleSeg)
 	expectSized(t, l3, 1, last)
+}
+
+// A new journal on a disk without room for its first segment's zeros still
+// opens, with that segment empty, and takes appends as far as the disk
+// allows.
+func TestFirstSegmentOnAFullDiskStartsEmpty(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("mounting a small tmpfs as the full disk needs root")
+	}
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=256k"); err != nil {
+		t.Fatalf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	const seg = 1 << 20 // four times the disk
+	l, _ := openT(t, dir, seg)
+	if fi, err := os.Stat(lastSegment(t, dir)); err != nil || fi.Size() != 0 {
+		t.Fatalf("the first segment on a full disk: %v, %v; want it empty", fi.Size(), err)
+	}
+	if err := l.StoreLogs(sizedEntries(1, 1000, 1000)); err != nil {
+		t.Fatalf("appending where the zeros did not fit: %v", err)
+	}
+	l.Close()
+	l2, _ := openT(t, dir, seg)
+	expectSized(t, l2, 1, 2)
 }
