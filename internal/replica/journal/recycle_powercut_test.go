@@ -32,19 +32,7 @@ func TestRecycledSegmentsKeepAcknowledgedEntriesThroughAPowerCut(t *testing.T) {
 	}
 	// Roll into a spare and append to it; no compaction after (its
 	// directory fsync would cover a rename the roll did not sync).
-	spares := len(l.spares)
-	for len(l.spares) == spares {
-		if err := l.StoreLogs(sizedEntries(last+1, 1000, 1000, 1000)); err != nil {
-			t.Fatal(err)
-		}
-		last += 3
-	}
-	for range 3 {
-		if err := l.StoreLogs(sizedEntries(last+1, 1000)); err != nil {
-			t.Fatal(err)
-		}
-		last++
-	}
+	last = rollAndAppend(t, l, last, 1, 3)
 	abandon(l)
 	lost := p.CutT(t)
 

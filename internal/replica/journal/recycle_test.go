@@ -32,6 +32,30 @@ func fillAndCompact(t *testing.T, l *Log) uint64 {
 	return next - 1
 }
 
+// rollAndAppend appends batches of perBatch 1000-byte entries after last
+// until the journal rolls into a new segment (a spare, when one is kept),
+// then batches more of them into it, and returns the last index written.
+func rollAndAppend(t *testing.T, l *Log, last uint64, perBatch, batches int) uint64 {
+	t.Helper()
+	sizes := make([]int, perBatch)
+	for i := range sizes {
+		sizes[i] = 1000
+	}
+	store := func() {
+		if err := l.StoreLogs(sizedEntries(last+1, sizes...)); err != nil {
+			t.Fatal(err)
+		}
+		last += uint64(perBatch)
+	}
+	for tail := l.segs[len(l.segs)-1]; tail == l.segs[len(l.segs)-1]; {
+		store()
+	}
+	for range batches {
+		store()
+	}
+	return last
+}
+
 func inode(t *testing.T, path string) uint64 {
 	t.Helper()
 	fi, err := os.Stat(path)
@@ -75,19 +99,7 @@ func TestRecycledSegmentsHoldOnlyTheirOwnEntriesAfterAKill(t *testing.T) {
 			first, _ := l.FirstIndex()
 			// Roll into the spare, and write a few batches into it: far fewer
 			// bytes than its earlier life held.
-			tail := l.segs[len(l.segs)-1]
-			for tail == l.segs[len(l.segs)-1] {
-				if err := l.StoreLogs(sizedEntries(last+1, 1000, 1000, 1000, 1000)); err != nil {
-					t.Fatal(err)
-				}
-				last += 4
-			}
-			for range 3 {
-				if err := l.StoreLogs(sizedEntries(last+1, 1000)); err != nil {
-					t.Fatal(err)
-				}
-				last++
-			}
+			last = rollAndAppend(t, l, last, 1, 3)
 			if got := inode(t, lastSegment(t, dir)); got != spareIno {
 				t.Fatalf("the new tail segment is inode %d, not the spare %d", got, spareIno)
 			}
@@ -125,19 +137,7 @@ func TestTornAndRottenFramesInARecycledSegment(t *testing.T) {
 		l, _ := openT(t, dir, recycleSeg)
 		last = fillAndCompact(t, l)
 		first, _ = l.FirstIndex()
-		tail := l.segs[len(l.segs)-1]
-		for tail == l.segs[len(l.segs)-1] {
-			if err := l.StoreLogs(sizedEntries(last+1, 1000, 1000)); err != nil {
-				t.Fatal(err)
-			}
-			last += 2
-		}
-		for range 3 {
-			if err := l.StoreLogs(sizedEntries(last+1, 1000, 1000)); err != nil {
-				t.Fatal(err)
-			}
-			last += 2
-		}
+		last = rollAndAppend(t, l, last, 2, 3)
 		rotten = frameOffset(t, l, last-3) + frameHeader + 10 // the batch before the last
 		torn = frameOffset(t, l, last) + frameHeader + 10     // the last batch's second frame
 		abandon(l)
