@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	registerv1 "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
@@ -127,10 +128,19 @@ func TestKubeletRegistersTheDriver(t *testing.T) {
 				return strings.Contains(plugin.out.String(), "registered with the kubelet"), nil
 			})
 
-			first, err := inode(regSocket)
+			// Hold the refused socket's inode open: once the plugin removes
+			// it, the file system may hand its number to the new socket,
+			// and a held inode cannot be handed out again.
+			pin, err := unix.Open(regSocket, unix.O_PATH|unix.O_CLOEXEC, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer unix.Close(pin)
+			var pinned unix.Stat_t
+			if err := unix.Fstat(pin, &pinned); err != nil {
+				t.Fatal(err)
+			}
+			first := pinned.Ino
 			k.notify(false, "driver name already registered by another plugin")
 			csitest.WaitFor(t, "a new registration socket replaces the refused one", 30*time.Second, func() (bool, error) {
 				ino, err := inode(regSocket)
