@@ -13,7 +13,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -85,7 +84,14 @@ func (d *demo) run(ctx context.Context, dir string) error {
 		return err
 	}
 	say("generating a volume of 3 replicas (its own CA, certificates, bearer token) in %s", abs)
-	base, status := freePorts(3), freePorts(3)
+	base, err := standalone.FreePortRange(3)
+	if err != nil {
+		return err
+	}
+	status, err := standalone.FreePortRange(3)
+	if err != nil {
+		return err
+	}
 	g, err := standalone.Generate(standalone.GenerateOptions{Dir: filepath.Join(abs, "volume"), Volume: "demo", Replicas: 3,
 		BasePort: base, StatusBasePort: status, Capacity: 4 << 30,
 		Timing: replica.Timing{HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
@@ -308,24 +314,6 @@ func coordinator(ctx context.Context, clientFile string) (int, error) {
 	var i int
 	_, err = fmt.Sscanf(strings.TrimPrefix(cl.Coordinator(), "r"), "%d", &i)
 	return i, err
-}
-
-func freePorts(n int) int {
-	for {
-		base := 20000 + rand.IntN(30000)
-		ok := true
-		for i := range n {
-			ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
-			if err != nil {
-				ok = false
-				break
-			}
-			ln.Close()
-		}
-		if ok {
-			return base
-		}
-	}
 }
 
 func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {

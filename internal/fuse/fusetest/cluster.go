@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -123,27 +122,11 @@ func StartWithTiming(t testing.TB, bin string, capacity uint64, timing replica.T
 
 func freePortRange(t testing.TB, n int) int {
 	t.Helper()
-	for range 100 {
-		base := 20000 + rand.IntN(30000)
-		ok := true
-		var lns []net.Listener
-		for i := range n {
-			ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
-			if err != nil {
-				ok = false
-				break
-			}
-			lns = append(lns, ln)
-		}
-		for _, ln := range lns {
-			ln.Close()
-		}
-		if ok {
-			return base
-		}
+	base, err := standalone.FreePortRange(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free port range on loopback")
-	return 0
+	return base
 }
 
 // Restart starts replica i's process (after Kill, from its data).
