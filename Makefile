@@ -119,6 +119,11 @@ bench-fuse: ## FUSE mount benchmarks (R=3) against the raw directory and go-fuse
 	@if [ -n "$(BENCH_BASE)" ]; then hack/bench-fuse-ab.sh; else \
 	  go test -run '^$$' -bench . -benchtime 1x -count=1 -timeout 60m ./internal/fuse/; fi
 
+.PHONY: bench-gluster
+bench-gluster: ## make bench-fuse with GlusterFS replica 3 on this disk as a further baseline (hack/gluster-bench.sh; root, installs glusterfs-server)
+	@set -e; trap 'hack/gluster-bench.sh down' EXIT; eval "$$(hack/gluster-bench.sh up)"; \
+	  go test -run '^$$' -bench '$(or $(BENCH),.)' -benchtime $(or $(BENCHTIME),1x) -count=1 -timeout 90m ./internal/fuse/
+
 ##@ Helm chart (docs/install.md, "Helm")
 HELM := $(BIN)/helm
 # helm's own release build stamps its version and the Kubernetes version of its

@@ -124,11 +124,16 @@ const seqBytes = 64 << 20
 func seqWrite(b *testing.B, dir string) float64 { return seqWriteSized(b, dir, 1<<20) }
 
 func seqWriteSized(b *testing.B, dir string, size int) float64 {
+	return seqWriteTo(b, filepath.Join(dir, fmt.Sprintf("seq-%d", time.Now().UnixNano())), size)
+}
+
+// seqWriteTo writes seqBytes to a new file name in writes of size, then
+// fsyncs it, and returns MiB/s.
+func seqWriteTo(b *testing.B, name string, size int) float64 {
 	buf := make([]byte, size)
 	for i := range buf {
 		buf[i] = byte(i * 7)
 	}
-	name := filepath.Join(dir, fmt.Sprintf("seq-%d", time.Now().UnixNano()))
 	start := time.Now()
 	f, err := os.Create(name)
 	if err != nil {
@@ -160,6 +165,7 @@ func BenchmarkSeqWrite1MiB(b *testing.B) {
 			t := benchSetup(b, cfuse.Options{SingleWriter: true, WritebackBytes: mode.writeback,
 				MaxWrite: mode.maxWrite})
 			copying := copyingTarget(b)
+			g := glusterFor(b, "")
 			var rate [4]float64
 			var cpu [4]time.Duration
 			var hosts time.Duration
@@ -172,12 +178,14 @@ func BenchmarkSeqWrite1MiB(b *testing.B) {
 						hosts += tg.cpu() - hostsBefore
 					}
 				}
+				g.measure(func(dir string) float64 { return seqWrite(b, dir) })
 			}
 			n := float64(b.N)
 			report(b, "MiB/s", rate[0]/n, rate[1]/n, rate[2]/n)
 			mib := b.N * seqBytes >> 20
 			reportCPU(b, cpu[1], cpu[2], mib)
 			reportCopying(b, "MiB/s", rate[3]/n, rate[2]/n, cpu[3], mib)
+			g.report(b, "MiB/s", rate[2]/n, mib)
 			// The split: the three replica hosts, and this process (the
 			// writer, the FUSE server and the client) as the rest.
 			b.ReportMetric(hosts.Seconds()*1000/float64(mib), "mount-hosts-cpu-ms/MiB")
@@ -295,6 +303,12 @@ func BenchmarkSeqRead1MiB(b *testing.B) {
 			for _, tg := range append(t.all(), copying) {
 				seqWrite(b, tg.dir)
 			}
+			g := glusterFor(b, "")
+			var glusterFile string
+			if g != nil {
+				glusterFile = filepath.Join(g.dir, "seq")
+				seqWriteTo(b, glusterFile, 1<<20)
+			}
 			rawFile := firstFile(b, t.raw.dir)
 			loopFile, loopOrig := loopbackFile(b, t.loop)
 			copyFile, copyOrig := loopbackFile(b, copying)
@@ -324,11 +338,22 @@ func BenchmarkSeqRead1MiB(b *testing.B) {
 				rate[2] += seqRead(b, filepath.Join(fresh, name), hosts...)
 				cpu[2] += t.mnt.pathCPU() - before
 				unmount()
+				// GlusterFS's client pages are always dropped (the mount
+				// reads through a fresh mount), its bricks' with the
+				// replicas'.
+				g.measure(func(string) float64 {
+					drop := []string{glusterFile}
+					if mode.hostsCold {
+						drop = append(drop, g.bricks...)
+					}
+					return seqRead(b, glusterFile, drop...)
+				})
 			}
 			n := float64(b.N)
 			report(b, "MiB/s", rate[0]/n, rate[1]/n, rate[2]/n)
 			reportCPU(b, cpu[1], cpu[2], b.N*seqBytes>>20)
 			reportCopying(b, "MiB/s", rate[3]/n, rate[2]/n, cpu[3], b.N*seqBytes>>20)
+			g.report(b, "MiB/s", rate[2]/n, b.N*seqBytes>>20)
 		})
 	}
 }
@@ -420,17 +445,20 @@ func iops(l []time.Duration) float64 {
 func BenchmarkFsync4KiB(b *testing.B) {
 	t := benchSetup(b, cfuse.Options{SingleWriter: true})
 	const n = 2000
+	g := glusterFor(b, "")
 	var lat [3][]time.Duration
 	for b.Loop() {
 		for i, tg := range t.all() {
 			lat[i] = append(lat[i], fsyncWrites(b, tg.dir, n)...)
 		}
+		g.latencies(func(dir string) []time.Duration { return fsyncWrites(b, dir, n) })
 	}
 	report(b, "IOPS", iops(lat[0]), iops(lat[1]), iops(lat[2]))
 	for i, tg := range t.all() {
 		b.ReportMetric(float64(percentile(lat[i], 0.5).Microseconds()), tg.name+"-p50-µs")
 		b.ReportMetric(float64(percentile(lat[i], 0.99).Microseconds()), tg.name+"-p99-µs")
 	}
+	g.reportLatencies(b, iops(lat[2]))
 }
 
 // parallel runs per(dir, thread, i) count times over threads goroutines and
@@ -480,23 +508,32 @@ func BenchmarkCreates(b *testing.B) {
 		{"threads=1/no-name-cache", 1, false, true, false}, {"threads=1/sync-creates", 1, false, false, true}} {
 		b.Run(mode.name, func(b *testing.B) {
 			t := benchSetup(b, cfuse.Options{SingleWriter: true, NoNameCache: mode.noCache, SyncCreates: mode.syncCreates})
+			g, gProg := glusterFor(b, ""), glusterFor(b, "program-")
 			var rate, prog [3]float64
 			var cpu [3]time.Duration
 			round := 0
 			for b.Loop() {
 				round++
-				for i, tg := range t.all() {
-					dir := filepath.Join(tg.dir, fmt.Sprint(round))
-					before := tg.pathCPU()
-					rate[i] += createsIn(b, dir, mode.threads, mode.ownDirs, func() float64 {
+				inProcess := func(root string) float64 {
+					dir := filepath.Join(root, fmt.Sprint(round))
+					return createsIn(b, dir, mode.threads, mode.ownDirs, func() float64 {
 						return parallel(b, dir, mode.threads, createCount, creator(mode.ownDirs, mode.threads, createCount))
 					})
-					cpu[i] += tg.pathCPU() - before
-					pdir := filepath.Join(tg.dir, fmt.Sprintf("program-%d", round))
-					prog[i] += createsIn(b, pdir, mode.threads, mode.ownDirs, func() float64 {
+				}
+				program := func(root string) float64 {
+					pdir := filepath.Join(root, fmt.Sprintf("program-%d", round))
+					return createsIn(b, pdir, mode.threads, mode.ownDirs, func() float64 {
 						return runCreateProgram(b, createSpec{Dir: pdir, Threads: mode.threads, Count: createCount, OwnDirs: mode.ownDirs})
 					})
 				}
+				for i, tg := range t.all() {
+					before := tg.pathCPU()
+					rate[i] += inProcess(tg.dir)
+					cpu[i] += tg.pathCPU() - before
+					prog[i] += program(tg.dir)
+				}
+				g.measure(inProcess)
+				gProg.measure(program)
 			}
 			n := float64(b.N)
 			report(b, "creates/s", rate[0]/n, rate[1]/n, rate[2]/n)
@@ -504,6 +541,8 @@ func BenchmarkCreates(b *testing.B) {
 			b.ReportMetric(prog[0]/n, "program-raw-creates/s")
 			b.ReportMetric(prog[1]/n, "program-loopback-creates/s")
 			b.ReportMetric(prog[2]/n, "program-mount-creates/s")
+			g.report(b, "creates/s", rate[2]/n, 0)
+			gProg.report(b, "creates/s", prog[2]/n, 0)
 		})
 	}
 }
