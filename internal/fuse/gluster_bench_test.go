@@ -30,9 +30,6 @@ const (
 	glusterBricksEnv = "CELLFLEET_BENCH_GLUSTER_BRICKS"
 )
 
-// fuseSuperMagic is statfs's f_type of every FUSE mount.
-const fuseSuperMagic = 0x65735546
-
 // glusterBaseline is one benchmark's measurements on the GlusterFS volume:
 // a nil one (no volume named) measures nothing.
 type glusterBaseline struct {
@@ -55,7 +52,7 @@ func glusterFor(b *testing.B, prefix string) *glusterBaseline {
 		return nil
 	}
 	var st unix.Statfs_t
-	if err := unix.Statfs(mnt, &st); err != nil || st.Type != fuseSuperMagic {
+	if err := unix.Statfs(mnt, &st); err != nil || st.Type != unix.FUSE_SUPER_MAGIC {
 		b.Fatalf("%s=%s is not a mounted FUSE file system (statfs: %v, type %#x): run hack/gluster-bench.sh up",
 			glusterEnv, mnt, err, st.Type)
 	}

@@ -240,8 +240,12 @@ func TestFirstSegmentOnAFullDiskStartsEmpty(t *testing.T) {
 	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
 	const seg = 1 << 20 // four times the disk
 	l, _ := openT(t, dir, seg)
-	if fi, err := os.Stat(lastSegment(t, dir)); err != nil || fi.Size() != 0 {
-		t.Fatalf("the first segment on a full disk: %v, %v; want it empty", fi.Size(), err)
+	fi, err := os.Stat(lastSegment(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() != 0 {
+		t.Fatalf("the first segment on a full disk holds %d bytes; want it empty", fi.Size())
 	}
 	if err := l.StoreLogs(sizedEntries(1, 1000, 1000)); err != nil {
 		t.Fatalf("appending where the zeros did not fit: %v", err)
