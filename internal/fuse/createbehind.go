@@ -53,6 +53,13 @@ func (c *createFailures) take(ino uint64) error {
 	return err
 }
 
+// peek returns ino's unreported failure and keeps it for an fsync.
+func (c *createFailures) peek(ino uint64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failed[ino]
+}
+
 func (c *createFailures) add(dir, ino uint64, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -126,12 +133,18 @@ func (n *node) createFailed(name string, ino uint64, err error) {
 }
 
 // settleCreates waits for the creates answered before their commit and
-// reports the failure of one made as or in ino.
+// reports the failure of one made as or in ino: once, to an fsync; to a
+// close (flush) every time until an fsync has reported it, since a FLUSH
+// may come from a descriptor the writing program never used (writeback.go).
 func (f *filesystem) settleCreates(op string, ino uint64) syscall.Errno {
 	if err := f.cl.Settle(opCtx()); err != nil {
 		return f.errno(op, ino, err)
 	}
-	if err := f.createFailures.take(ino); err != nil {
+	failed := f.createFailures.take
+	if op == opFlush {
+		failed = f.createFailures.peek
+	}
+	if err := failed(ino); err != nil {
 		f.log.Warn("reporting a failed create", "op", op, "ino", ino, "error", err)
 		return syscall.EIO
 	}

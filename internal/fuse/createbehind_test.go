@@ -174,7 +174,8 @@ func TestACreateRefusedAfterItsAnswerIsReportedByFsyncAndForgotten(t *testing.T)
 }
 
 // Quorum loss while a create answered before its commit is on its way: the
-// directory's fsync answers EIO once the client's retry budget is spent, the
+// file's close and the directory's fsync answer EIO once the client's retry
+// budget is spent, the
 // mount forgets the name, and once the quorum is back the mount and the
 // engine agree on whether the file exists (an uncertain create may still
 // commit), and new creates in the directory last.
@@ -191,25 +192,25 @@ func TestACreateAnsweredBeforeAQuorumLossIsReportedAndSettlesWithTheEngine(t *te
 	if err := os.WriteFile(filepath.Join(dir, "first"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	coord := c.Coordinator(t)
-	var dead []int
-	for i := range 3 {
-		if i != coord {
-			c.Kill(i)
-			dead = append(dead, i)
-		}
+	// Opened now: without a quorum the open itself would fail once the
+	// failed create made the mount forget the directory's attributes.
+	d0, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer d0.Close()
+	heal := c.loseQuorum(t)
 	f, err := os.OpenFile(filepath.Join(dir, "x"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatalf("create answered before its commit, without a quorum: %v, want success", err)
 	}
-	f.Close()
-	if err := fsyncPath(dir); !errors.Is(err, syscall.EIO) {
+	if err := f.Close(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("close of the created file without a quorum: %v, want EIO", err)
+	}
+	if err := d0.Sync(); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("fsync of the directory without a quorum: %v, want EIO", err)
 	}
-	for _, i := range dead {
-		c.Restart(i)
-	}
+	heal()
 	cl := c.Dial(t)
 	defer cl.Close()
 	ctx := context.Background()

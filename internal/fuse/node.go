@@ -267,7 +267,7 @@ func (n *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall
 		return h.Fsync(ctx, flags)
 	}
 	n.fsys.settle(n.ino())
-	return n.fsys.settleCreates("fsync", n.ino())
+	return n.fsys.settleCreates(opFsync, n.ino())
 }
 
 // Statfs reports the volume's capacity; writes past it fail with ENOSPC.

@@ -10,14 +10,18 @@ package fuse
 //   - A write that fails after it was answered (EIO for an uncertain
 //     outcome, ENOSPC, ...) is reported the way Linux reports writeback
 //     errors (errseq_t): once to every file handle that was open when it
-//     happened, by that handle's next fsync, or by its close if the handle
-//     may write. Each handle keeps a cursor into the file's error sequence,
-//     so one descriptor's close cannot consume the error another writer
-//     still has to hear about, and a read-only descriptor's close reports
-//     nothing. A handle opened while the latest failure was not yet reported
-//     to anyone sees it too; one opened after it was reported does not.
-//     Until a handle has been told, its further writes fail at once with
-//     that error.
+//     happened, by that handle's next fsync. Each handle keeps a cursor into
+//     the file's error sequence, so one handle's fsync cannot consume the
+//     error another writer still has to hear about. A handle opened while
+//     the latest failure was not yet reported to anyone sees it too; one
+//     opened after it was reported does not. Until a handle's fsync has
+//     reported it, its further writes fail at once with that error.
+//   - A close of a descriptor open for writing (FLUSH) reports the failure
+//     too, but never consumes it: the kernel sends FLUSH at every close of
+//     any descriptor sharing the handle, a dup'd one or one a child process
+//     closes at exec (O_CLOEXEC), so a FLUSH is no proof that the program
+//     writing through the handle heard of it. Its next fsync reports it
+//     again. A read-only descriptor's close reports nothing.
 //   - Reads, attribute requests, truncation and every other request about a
 //     file first wait for its queued writes, so the mount never answers
 //     from a state older than what it acknowledged (read-your-writes).
@@ -61,10 +65,13 @@ type dirtyInode struct {
 }
 
 // errCursor is one file handle's position in its file's error sequence:
-// the failures up to seen were reported to it or happened before it opened.
+// the failures up to seen were reported to its fsync or happened before it
+// opened; those up to flushed were reported to a close of one of its
+// descriptors.
 type errCursor struct {
-	ino  uint64
-	seen uint64
+	ino     uint64
+	seen    uint64
+	flushed uint64
 }
 
 type writeback struct {
@@ -186,11 +193,15 @@ func (w *writeback) opened(ino uint64) *errCursor {
 	return c
 }
 
-// released unregisters c's handle.
+// released unregisters c's handle. A failure its last close reported was
+// heard of: the next handle does not inherit it.
 func (w *writeback) released(c *errCursor) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if d := w.files[c.ino]; d != nil {
+		if c.flushed == d.seq && d.seq > c.seen {
+			d.reported = true
+		}
 		d.handles--
 		w.forget(c.ino, d)
 	}
@@ -222,6 +233,20 @@ func (w *writeback) sync(c *errCursor) error {
 	c.seen = d.seq
 	d.reported = true
 	w.forget(c.ino, d)
+	return d.err
+}
+
+// flush drains c's file and reports the failure c's fsync has not been told
+// of, leaving it for that fsync (errseq_check without the advance).
+func (w *writeback) flush(c *errCursor) error {
+	w.drain(c.ino)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d := w.files[c.ino]
+	if d == nil || d.seq <= c.seen {
+		return nil
+	}
+	c.flushed = d.seq
 	return d.err
 }
 

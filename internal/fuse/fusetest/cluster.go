@@ -163,6 +163,45 @@ func (c *Cluster) Kill(i int) {
 	c.procs[i] = nil
 }
 
+// Pause stops replica i's process with SIGSTOP: a host that is alive but
+// answers nothing, as behind a partition or a stalled disk. Unlike Kill and
+// Restart it forks nothing, so a test that holds files open on a mount may
+// heal it with Resume while writes are queued (a fork's exec closes the
+// test's descriptors, and each close waits for their commits).
+// Pause returns once the process is stopped, since a signal is delivered
+// asynchronously.
+func (c *Cluster) Pause(i int) {
+	if c.procs[i] == nil {
+		return
+	}
+	pid := c.procs[i].Process.Pid
+	_ = c.procs[i].Process.Signal(syscall.SIGSTOP)
+	WaitFor(c.t, fmt.Sprintf("replica-host r%d (pid %d) to stop", i, pid), 10*time.Second, func() bool {
+		return processState(pid) == 'T'
+	})
+}
+
+// processState is the state letter of /proc/<pid>/stat (R, S, D, T, ...),
+// or 0 when it cannot be read.
+func processState(pid int) byte {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) == 0 || len(f[0]) == 0 {
+		return 0
+	}
+	return f[0][0]
+}
+
+// Resume continues replica i after Pause.
+func (c *Cluster) Resume(i int) {
+	if c.procs[i] != nil {
+		_ = c.procs[i].Process.Signal(syscall.SIGCONT)
+	}
+}
+
 // stop ends replica i at the end of a test: with SIGKILL, or with SIGTERM
 // when the hosts write CPU profiles (host.CPUProfileEnv), since a profile is
 // finished only by a clean stop.
