@@ -192,12 +192,52 @@ type CelldFleetStatus struct {
 	// +optional
 	BlockedSince *metav1.Time `json:"blockedSince,omitempty"`
 
+	// members is the operator's record of each PersistentFleet member: the
+	// revision it was last seen Ready on and, while it is down, since when.
+	// The cluster forgets both when a member's Pod is recreated; this record
+	// outlives the Pod and the operator process (docs/fleet-operator.md,
+	// Self-healing).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=1024
+	Members []MemberStatus `json:"members,omitempty"`
+
 	// conditions are Ready, Progressing, Blocked, MaintenancePaused and
 	// Deleting.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// MemberStatus is the operator's record of one PersistentFleet member.
+type MemberStatus struct {
+	// name is the member's Pod name, <fleet>-<ordinal>.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// readyRevision is the StatefulSet revision (the Pod's
+	// controller-revision-hash label) the member was last seen Ready on. A
+	// down member on another revision has never been Ready on it: it waits
+	// on its image or configuration, and keeps its disk.
+	// +optional
+	ReadyRevision string `json:"readyRevision,omitempty"`
+
+	// downSince is the first moment the member was down with no Ready period
+	// since, across every Pod it has had on downRevision; absent while it is
+	// Ready. The replacement delay is timed from it.
+	// +optional
+	DownSince *metav1.Time `json:"downSince,omitempty"`
+
+	// downRevision is the revision downSince is timed on. A down member whose
+	// Pod moves to another revision (a rollout or a rollback reached it) is
+	// timed afresh from that Pod: time spent waiting on one revision's image
+	// or configuration is not time down on another.
+	// +optional
+	DownRevision string `json:"downRevision,omitempty"`
 }
 
 // CelldFleet is a fleet of the celld runtime.

@@ -71,6 +71,10 @@ const (
 	// ReasonMemberUnschedulable: a member has not been placed by the end of
 	// the replacement delay and the operator has not replaced it.
 	ReasonMemberUnschedulable ConditionReason = "MemberUnschedulable"
+	// ReasonRevisionNotReady: a member has not become Ready on its current
+	// revision within the replacement delay, after it was Ready on an earlier
+	// one. It waits on its image or configuration and keeps its disk.
+	ReasonRevisionNotReady ConditionReason = "RevisionNotReady"
 )
 
 // Reasons of the MaintenancePaused condition.

@@ -5,6 +5,8 @@ package v1alpha1
 // besides the objects it renders is named here: the capacity history in the
 // reservation annotation, the replacement handoff record on its victim Pod
 // (seed 000, "Replacement handoff"), and the served-disk mark on a member Pod.
+// The one other thing it persists is the per-member record in the fleet's
+// status (CelldFleetStatus.Members).
 const (
 	// LabelFleet carries the fleet's name on everything the operator renders
 	// and on the members' Pods and claims.

@@ -9,11 +9,17 @@ package fleet
 //   - A lost volume (claim phase Lost) is replaced through the handoff.
 //   - A member down for the replacement delay, while every other member has
 //     been Ready for five minutes, is replaced on a fresh disk. The delay is
-//     patience, not the safety condition. Not replaced: a member waiting on
-//     its image or configuration (a Pod held by a scheduling gate among
-//     them), a member on a disk created for its current Pod that has never
-//     served it (markServed), and any member while two are down (either may hold the
-//     only copy of some writes) unless their volumes are Lost.
+//     patience, not the safety condition, and is timed from the member's
+//     first down moment with no Ready period since, across its Pods
+//     (memberrecord.go). Not replaced: a member waiting on its image or
+//     configuration (a Pod held by a scheduling gate among them, and a member
+//     never Ready on its current revision after it was Ready on an earlier
+//     one), a member on a disk created for its current Pod that has never
+//     served it (markServed), and any member while two are down (either may
+//     hold the only copy of some writes) unless their volumes are Lost.
+//   - A member never Ready on its current revision for the replacement delay
+//     makes the fleet report Blocked with reason RevisionNotReady, naming the
+//     revision: only a fixed or rolled-back template brings it back.
 //   - A member the scheduler cannot place is named in status; if it is still
 //     not placed, and not replaced, by the end of the delay the fleet reports
 //     Blocked with reason MemberUnschedulable.
@@ -36,6 +42,7 @@ func (r *Reconciler) heal(ctx context.Context, f *celldv1alpha1.CelldFleet, obs 
 		return err
 	}
 	r.noteUnschedulable(f, obs, applied, rep)
+	r.noteRevisionNotReady(obs, applied, rep)
 	if holdInProgress(obs) {
 		rep.healed(celldv1alpha1.ReasonReplacingMember, "a member replacement is in progress (%s)", heldMember(obs))
 		return nil
@@ -131,7 +138,12 @@ func (r *Reconciler) memberThatCannotComeBack(f *celldv1alpha1.CelldFleet, obs *
 		return nil, false // two down: either may hold the only copy of some writes
 	}
 	m, ok := obs.members[down[0]]
-	if !ok || terminating(m) || !r.replacementDue(m) || !r.othersReadyLongEnough(obs, applied, down[0]) || waitingOnConfig(m) {
+	if !ok || terminating(m) || !r.replacementDue(m, rep) || !r.othersReadyLongEnough(obs, applied, down[0]) || waitingOnConfig(m) {
+		return nil, false
+	}
+	if w, waiting := waitingOnRevision(m, rep); waiting {
+		rep.healWaits("member %s has never been Ready on revision %s, after it was Ready on revision %s: it waits on its image or configuration and keeps its disk",
+			w.member, w.revision, w.readyRevision)
 		return nil, false
 	}
 	claim, ok := obs.claims[claimName(f, down[0])]
@@ -141,9 +153,12 @@ func (r *Reconciler) memberThatCannotComeBack(f *celldv1alpha1.CelldFleet, obs *
 	return m, true
 }
 
-// replacementDue says the member has been down for the replacement delay.
-func (r *Reconciler) replacementDue(p *corev1.Pod) bool {
-	return r.clock.Since(downSince(p)) >= r.delay
+// replacementDue says the member has been down for the replacement delay,
+// timed from its first down moment, not from its current Pod, and that Pod
+// has had its chance to come back (newPodChance).
+func (r *Reconciler) replacementDue(p *corev1.Pod, rep *report) bool {
+	now := r.clock.Now()
+	return now.Sub(r.memberDownSince(p, rep)) >= r.delay && now.Sub(podDownSince(p, now)) >= min(r.delay, newPodChance)
 }
 
 // othersReadyLongEnough says every other member has been Ready for five
@@ -184,6 +199,27 @@ func (r *Reconciler) noteUnschedulable(f *celldv1alpha1.CelldFleet, obs *observa
 		}
 	}
 	slices.Sort(rep.unschedulable)
+}
+
+// noteRevisionNotReady blocks once a member has waited on its current
+// revision for the replacement delay: it will not come back until its image
+// or configuration is fixed or rolled back, and the operator keeps its disk.
+func (r *Reconciler) noteRevisionNotReady(obs *observation, applied int32, rep *report) {
+	for i := range applied {
+		p, ok := obs.members[i]
+		if !ok || terminating(p) || podReady(p) {
+			continue
+		}
+		w, waiting := waitingOnRevision(p, rep)
+		if !waiting {
+			continue
+		}
+		rep.requeueSoon()
+		if r.clock.Since(r.memberDownSince(p, rep)) >= r.delay {
+			rep.revisionWait = &w
+			return
+		}
+	}
 }
 
 // markServed marks each Ready member whose disk was created for its current

@@ -54,8 +54,8 @@ import (
 //   - the kubelet: reports a new Pod not Ready at once, then Ready
 //     (lastTransitionTime from the fake clock)
 //     unless a member is in down or waiting on an image, or the Pod is in
-//     denied (its container restarts and is refused, CrashLoopBackOff), and
-//     completes
+//     denied or runs an image in crashing (its container restarts and is
+//     refused, CrashLoopBackOff), and completes
 //     graceful deletions except on nodes in deadNodes.
 //
 // Tests change the knobs, then call step to let these parts act once.
@@ -79,6 +79,9 @@ type kubeSim struct {
 	// names their UID, so celld refuses to start in them, restart after
 	// restart, and starts on the same disk in any newer Pod.
 	denied map[types.UID]bool
+	// crashing are images whose container exits at start, restart after
+	// restart (CrashLoopBackOff): a revision that never becomes Ready.
+	crashing map[string]bool
 }
 
 const revisionLabel = "controller-revision-hash"
@@ -86,7 +89,7 @@ const revisionLabel = "controller-revision-hash"
 func newKubeSim(t *testing.T, c client.Client, ns string, clk *clocktesting.FakeClock) *kubeSim {
 	return &kubeSim{t: t, c: c, ns: ns, clock: clk, down: map[string]bool{}, unschedulable: map[string]bool{},
 		waiting: map[string]string{}, deadNodes: map[string]bool{}, gated: map[string]bool{}, launcherReleases: map[string]bool{},
-		denied: map[types.UID]bool{}}
+		denied: map[types.UID]bool{}, crashing: map[string]bool{}}
 }
 
 // nodeOf is the node a member is bound to: one per member, zone by ordinal.
@@ -364,7 +367,7 @@ func (k *kubeSim) kubelet(ctx context.Context, p *corev1.Pod) {
 		return
 	}
 	waitReason := k.waiting[p.Name]
-	if k.denied[p.UID] {
+	if k.denied[p.UID] || k.crashing[p.Spec.Containers[0].Image] {
 		waitReason = "CrashLoopBackOff"
 	}
 	ready := !k.down[p.Name] && waitReason == ""

@@ -1,8 +1,9 @@
 package fleet
 
 // Predicates over what the cluster reports about members. Every self-healing
-// decision is made from these on each reconcile; nothing about a member is
-// remembered between reconciles.
+// decision is made from these on each reconcile, and from the one thing
+// remembered about a member between reconciles: its record in status
+// (memberrecord.go).
 
 import (
 	"time"
@@ -47,10 +48,16 @@ func readySince(p *corev1.Pod) (time.Time, bool) {
 	return podCondition(p, corev1.PodReady).LastTransitionTime.Time, true
 }
 
-// downSince is when the member's Pod stopped being Ready, or was created if
-// it never was.
-func downSince(p *corev1.Pod) time.Time {
-	if c := podCondition(p, corev1.PodReady); c != nil && c.Status != corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+// podDownSince is when the Pod stopped being Ready, or was created if it
+// never was. A terminating Pod still reported Ready stops being so now. It
+// knows only the current Pod: a member is timed from its record
+// (memberDownSince), which outlives its Pods.
+func podDownSince(p *corev1.Pod, now time.Time) time.Time {
+	c := podCondition(p, corev1.PodReady)
+	switch {
+	case c != nil && c.Status == corev1.ConditionTrue:
+		return now
+	case c != nil && !c.LastTransitionTime.IsZero():
 		return c.LastTransitionTime.Time
 	}
 	return p.CreationTimestamp.Time

@@ -47,6 +47,13 @@ const (
 	// othersReadyFor: every other member must have been Ready this long
 	// before a down member's disk is replaced, so no session depends on it.
 	othersReadyFor = 5 * time.Minute
+	// newPodChance: a member down for the replacement delay whose Pod was
+	// recreated since (an interrupted handoff whose Pod delete went through,
+	// an administrator's delete) is not replaced until that Pod has had this
+	// long, at most the delay, to come back on its own disk. The delay itself
+	// is timed from the member's first down moment (memberrecord.go), so a
+	// Pod recreated early in the delay costs no extra wait.
+	newPodChance = 2 * time.Minute
 	// inFlightRequeue paces reconciles while something time-based is pending
 	// (no watch event fires when a delay runs out).
 	inFlightRequeue = 15 * time.Second
@@ -165,6 +172,7 @@ func (r *Reconciler) reconcile(ctx context.Context, f *celldv1alpha1.CelldFleet,
 		return err
 	}
 	rep.obs = obs
+	rep.members = trackMembers(f, obs, r.clock.Now())
 	if deleting {
 		return r.deleteFleet(ctx, f, obs, rep)
 	}

@@ -2,7 +2,9 @@ package fleet
 
 // Status is written by one function, writeStatus, rebuilt from what the
 // cluster reports and what this reconcile's gates found. It is never an input
-// to a decision. Each condition says one independent thing.
+// to a decision, with one exception: status.members, the per-member record
+// of what the cluster forgets when a Pod is recreated (memberrecord.go). Each
+// condition says one independent thing.
 
 import (
 	"context"
@@ -31,8 +33,10 @@ type report struct {
 	deleteReason    celldv1alpha1.ConditionReason
 	deleteMessage   string
 	unschedulable   []string
-	overdue         string // an unschedulable member past the replacement delay
-	replaced        string // the member replaced in this reconcile
+	overdue         string                       // an unschedulable member past the replacement delay
+	revisionWait    *revisionWait                // a member never Ready on its revision, past the delay
+	members         []celldv1alpha1.MemberStatus // status.members, rebuilt by trackMembers
+	replaced        string                       // the member replaced in this reconcile
 	requeue         time.Duration
 	gone            bool        // the fleet's finalizer was removed
 	healing         *healReport // nil when self-healing did not run
@@ -85,6 +89,11 @@ func (rep *report) blockedFinding(delay time.Duration) *finding {
 		return blocked(celldv1alpha1.ReasonMemberUnschedulable,
 			"member %s has found no node for %s and has not been replaced; check the zone of its disk and the capacity of that zone", rep.overdue, delay)
 	}
+	if w := rep.revisionWait; w != nil {
+		return blocked(celldv1alpha1.ReasonRevisionNotReady,
+			"member %s has not become Ready on revision %s within %s, after it was Ready on revision %s; its disk is kept. Fix that revision's image or configuration, or roll back",
+			w.member, w.revision, delay, w.readyRevision)
+	}
 	return nil
 }
 
@@ -128,6 +137,7 @@ func (r *Reconciler) desiredStatus(f *celldv1alpha1.CelldFleet, rep *report) cel
 		Replicas: c.replicas, ReadyReplicas: c.ready, UpdatedReplicas: c.updated,
 		Selector:             labels.SelectorFromSet(selectorLabels(f)).String(),
 		UnschedulableMembers: rep.unschedulable,
+		Members:              rep.members,
 		Conditions:           append([]metav1.Condition(nil), f.Status.Conditions...),
 	}
 	ready := c.ready >= f.Spec.Replicas && c.applied == f.Spec.Replicas
@@ -232,6 +242,14 @@ func normalizeTimes(s celldv1alpha1.CelldFleetStatus) celldv1alpha1.CelldFleetSt
 	}
 	if len(out.UnschedulableMembers) == 0 {
 		out.UnschedulableMembers = nil
+	}
+	for i := range out.Members {
+		if t := out.Members[i].DownSince; t != nil {
+			out.Members[i].DownSince = &metav1.Time{Time: t.Truncate(time.Second)}
+		}
+	}
+	if len(out.Members) == 0 {
+		out.Members = nil
 	}
 	return out
 }
