@@ -114,6 +114,13 @@ demo: ## 3 replica hosts, a replicated FUSE mount, a workload, the coordinator k
 	go build -o $(BIN)/ ./cmd/replica-host ./cmd/csi-node ./hack/demo
 	$(BIN)/demo --bin $(BIN) --dir $(CURDIR)/.demo
 
+.PHONY: chaos
+chaos: ## the nemesis: 3 replica hosts, a single-writer mount, a workload with a ledger, random faults from a seed, every acknowledged write verified (CHAOS_DURATION, CHAOS_SEED)
+	@command -v fusermount3 >/dev/null || { echo "installing fuse3 (Debian) for the FUSE mount"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fuse3 >/dev/null; }
+	go build -o $(BIN)/ ./cmd/replica-host ./cmd/csi-node ./hack/chaos
+	$(BIN)/chaos --bin $(BIN) --dir $(CURDIR)/.chaos --duration $(or $(CHAOS_DURATION),5m) $(if $(CHAOS_SEED),--seed $(CHAOS_SEED))
+
 .PHONY: bench-fuse
 bench-fuse: ## FUSE mount benchmarks (R=3) against the raw directory and go-fuse's loopback; BENCH_BASE=<commit> adds new/old ratios
 	@if [ -n "$(BENCH_BASE)" ]; then hack/bench-fuse-ab.sh; else \

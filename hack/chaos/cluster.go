@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cellfleet/cellfleet/internal/replica"
+	"github.com/cellfleet/cellfleet/internal/replica/client"
+	"github.com/cellfleet/cellfleet/internal/replica/host"
+	"github.com/cellfleet/cellfleet/internal/replica/standalone"
+)
+
+const replicas = 3
+
+// cluster is the three replica-host processes, their disks and the raft
+// routes between them (every route through its own proxy).
+type cluster struct {
+	dir     string
+	bin     string
+	gen     standalone.Generated
+	status  []string // status listeners (readyz)
+	hosts   []*exec.Cmd
+	disks   []*disk
+	proxies map[[2]int]*proxy // [from, to]
+}
+
+func (c *cluster) setup(diskMiB int) error {
+	ports, err := standalone.FreePortRange(replicas)
+	if err != nil {
+		return err
+	}
+	status, err := standalone.FreePortRange(replicas)
+	if err != nil {
+		return err
+	}
+	// Fast-ish raft timing, as the demo: failovers within a second, so a
+	// fault every few seconds exercises many of them.
+	c.gen, err = standalone.Generate(standalone.GenerateOptions{Dir: filepath.Join(c.dir, "volume"), Volume: "chaos",
+		Replicas: replicas, BasePort: ports, StatusBasePort: status, Capacity: 4 << 30,
+		Timing: replica.Timing{HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
+			LeaderLeaseTimeout: 250 * time.Millisecond}})
+	if err != nil {
+		return fmt.Errorf("generate the volume: %w", err)
+	}
+	c.hosts = make([]*exec.Cmd, replicas)
+	c.proxies = map[[2]int]*proxy{}
+	var real []replica.Peer
+	for i := range replicas {
+		f, err := host.LoadStandalone(c.gen.HostFiles[i])
+		if err != nil {
+			return err
+		}
+		real = append(real, f.Workers[0].Self)
+		c.status = append(c.status, f.StatusListen)
+	}
+	for i := range replicas {
+		d, err := newDisk(filepath.Join(c.dir, fmt.Sprintf("disk-r%d", i)), diskMiB)
+		c.disks = append(c.disks, d)
+		if err != nil {
+			return err
+		}
+		f, err := host.LoadStandalone(c.gen.HostFiles[i])
+		if err != nil {
+			return err
+		}
+		f.Workers[0].DataDir = filepath.Join(d.mnt, "data")
+		f.StateDir = filepath.Join(d.mnt, "state")
+		// Host i reaches peer j through proxy (i, j): a partition blocks
+		// both directions of a pair.
+		for k, p := range f.Workers[0].Peers {
+			j := peerIndex(real, p.ID)
+			px, err := newProxy(real[j].Address)
+			if err != nil {
+				return err
+			}
+			c.proxies[[2]int{i, j}] = px
+			f.Workers[0].Peers[k].Address = px.addr()
+		}
+		b, err := json.MarshalIndent(f, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(c.gen.HostFiles[i], b, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func peerIndex(peers []replica.Peer, id string) int {
+	for i, p := range peers {
+		if p.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func (c *cluster) start(i int) error {
+	if c.hosts[i] != nil {
+		return nil
+	}
+	cmd, err := startLogged(c.dir, fmt.Sprintf("replica-host-r%d", i), filepath.Join(c.bin, "replica-host"),
+		"-config", c.gen.HostFiles[i], "-log-level", "warn",
+		// The admin socket defaults to the state directory, which is on the
+		// power-cut filesystem: FUSE cannot hold a unix socket.
+		"-admin-socket", filepath.Join(c.dir, fmt.Sprintf("admin-r%d.sock", i)))
+	if err != nil {
+		return err
+	}
+	c.hosts[i] = cmd
+	return nil
+}
+
+// kill sends SIGKILL and reaps.
+func (c *cluster) kill(i int) {
+	if p := c.hosts[i]; p != nil {
+		_ = p.Process.Signal(syscall.SIGKILL)
+		_ = p.Wait()
+		c.hosts[i] = nil
+	}
+}
+
+func (c *cluster) pid(i int) int {
+	if c.hosts[i] == nil {
+		return 0
+	}
+	return c.hosts[i].Process.Pid
+}
+
+// ready asks host i's /readyz: every worker serves as a member.
+func (c *cluster) ready(ctx context.Context, i int) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.status[i]+"/readyz", nil)
+	if err != nil {
+		return false
+	}
+	cl := &http.Client{Timeout: 2 * time.Second}
+	resp, err := cl.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+func (c *cluster) waitReady(ctx context.Context, timeout time.Duration) error {
+	return waitFor(ctx, timeout, func() bool {
+		for i := range replicas {
+			if !c.ready(ctx, i) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// coordinator asks the volume which replica coordinates, as the demo does.
+func (c *cluster) coordinator(ctx context.Context) (int, error) {
+	cfg, err := client.LoadFile(c.gen.ClientFile)
+	if err != nil {
+		return 0, err
+	}
+	cfg.Logger = nil
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cl, err := client.Dial(cctx, cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	if _, err := cl.StatFs(cctx); err != nil {
+		return 0, err
+	}
+	var i int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(cl.Coordinator(), "r"), "%d", &i); err != nil {
+		return 0, err
+	}
+	if i < 0 || i >= replicas {
+		return 0, fmt.Errorf("coordinator %q is not one of r0..r%d", cl.Coordinator(), replicas-1)
+	}
+	return i, nil
+}
+
+// partition cuts (or heals) both directions between hosts a and b.
+func (c *cluster) partition(a, b int, cut bool) {
+	for _, k := range [][2]int{{a, b}, {b, a}} {
+		if px := c.proxies[k]; px != nil {
+			px.setBlocked(cut)
+		}
+	}
+}
+
+func (c *cluster) healAll() {
+	for _, px := range c.proxies {
+		px.setBlocked(false)
+	}
+	for _, d := range c.disks {
+		if d.pc != nil {
+			d.pc.Thaw()
+		}
+		_ = d.drain()
+	}
+}
+
+func (c *cluster) shutdown() {
+	for i := range c.hosts {
+		c.kill(i)
+	}
+	for _, px := range c.proxies {
+		px.close()
+	}
+	for _, d := range c.disks {
+		if d != nil {
+			d.close()
+		}
+	}
+}
+
+// startLogged starts a child in its own process group (Ctrl-C reaches the
+// nemesis, which stops the children in order) with its output in logs/.
+func startLogged(dir, name, bin string, args ...string) (*exec.Cmd, error) {
+	logf, err := os.OpenFile(filepath.Join(dir, "logs", name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s (run `make chaos`, which builds it): %w", bin, err)
+	}
+	return cmd, nil
+}
+
+func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return errors.New("timed out")
+		}
+		time.Sleep(100 * time.Millisecond) // polling interval of a deadline-bounded wait
+	}
+	return nil
+}
