@@ -23,6 +23,17 @@ help: ## list the targets
 build: ## build the binaries into ./bin
 	go build -o $(BIN)/ ./cmd/...
 
+##@ Git hooks (docs/development.md, "Commits")
+.PHONY: hooks
+hooks: ## link hack/commit-msg in as .git/hooks/commit-msg: warns on long or non-imperative commit subjects, never blocks
+	@link=.git/hooks/commit-msg; target=../../hack/commit-msg; \
+	  [[ -d .git ]] || { echo "hooks: .git is not a directory here (a worktree?): link $$target yourself"; exit 1; }; \
+	  if [[ -L $$link && $$(readlink $$link) == "$$target" ]]; then echo "hooks: $$link already links to $$target"; \
+	  elif [[ -e $$link || -L $$link ]]; then echo "hooks: $$link exists and is not ours; move it away and rerun"; exit 1; \
+	  else mkdir -p .git/hooks && ln -s $$target $$link && echo "hooks: $$link -> $$target"; fi; \
+	  hp=$$(git config --get core.hooksPath || true); \
+	  [[ -z $$hp ]] || echo "hooks: note: core.hooksPath is $$hp, so git does not run .git/hooks"
+
 ##@ Generation
 $(CONTROLLER_GEN): hack/tools/go.mod
 	$(GOTOOLS) sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -54,9 +65,10 @@ kustomize-check: $(KUSTOMIZE) ## every kustomization builds; the overlays instal
 	cd hack/tools && KUBEBUILDER_ASSETS=$(ASSETS) GOWORK=off go test -count=1 -run '^TestKustomize' ./chartcheck/ -args -kustomize=$(KUSTOMIZE) -repo=$(CURDIR)
 
 .PHONY: lint
-lint: $(STATICCHECK) ## go vet and staticcheck
+lint: $(STATICCHECK) ## go vet, staticcheck and the commit-msg hook's self-check
 	go vet ./... ./test/e2e/...
 	$(STATICCHECK) ./... ./test/e2e/...
+	hack/commit-msg-test.sh
 
 ##@ Test
 .PHONY: envtest-assets
@@ -110,14 +122,14 @@ e2e: ## cluster-up, the qualification suites under write load, cluster-down; wri
 .PHONY: demo
 demo: ## 3 replica hosts, a replicated FUSE mount, a workload, the coordinator killed with -9, every byte verified
 	@command -v fusermount3 >/dev/null || { echo "installing fuse3 (Debian) for the FUSE mount"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fuse3 >/dev/null; }
+	  apt-get -o DPkg::Lock::Timeout=120 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120 install -y -qq fuse3 >/dev/null; }
 	go build -o $(BIN)/ ./cmd/replica-host ./cmd/csi-node ./hack/demo
 	$(BIN)/demo --bin $(BIN) --dir $(CURDIR)/.demo
 
 .PHONY: chaos
 chaos: ## the nemesis: 3 replica hosts, a single-writer mount, a workload with a ledger, random faults from a seed, every acknowledged write verified (CHAOS_DURATION, CHAOS_SEED)
 	@command -v fusermount3 >/dev/null || { echo "installing fuse3 (Debian) for the FUSE mount"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fuse3 >/dev/null; }
+	  apt-get -o DPkg::Lock::Timeout=120 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120 install -y -qq fuse3 >/dev/null; }
 	go build -o $(BIN)/ ./cmd/replica-host ./cmd/csi-node ./hack/chaos
 	$(BIN)/chaos --bin $(BIN) --dir $(CURDIR)/.chaos --duration $(or $(CHAOS_DURATION),5m) $(if $(CHAOS_SEED),--seed $(CHAOS_SEED))
 

@@ -20,8 +20,8 @@ host=$(hostname)
 up() {
 	if ! command -v glusterd >/dev/null; then
 		echo "installing glusterfs-server (Debian)" >&2
-		apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq glusterfs-server glusterfs-client >/dev/null
+		apt-get -o DPkg::Lock::Timeout=120 update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120 install -y -qq glusterfs-server glusterfs-client >/dev/null
 	fi
 	pgrep -x glusterd >/dev/null || glusterd
 	local ready=

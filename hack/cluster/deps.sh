@@ -20,8 +20,8 @@ done
 if ((${#need[@]})); then
   echo "cluster deps: installing ${need[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  apt-get -o DPkg::Lock::Timeout=120 update -qq
+  apt-get -o DPkg::Lock::Timeout=120 install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
 # Kernels built with these features have no module to load (this machine kind's kernel has
