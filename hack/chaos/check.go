@@ -30,6 +30,7 @@ type state struct {
 	trAck     map[string][2]int64 // version, size
 	trTried   map[string]map[int64]int64
 	trMin     map[string]int64 // smallest size ever tried: the initial content survives below it
+	trAckMin  map[string]int64 // smallest size ever acknowledged (or the initial one): zeros from there on
 	regAck    [registers]uint64
 	regAckAt  [registers]int64
 	regTried  [registers]map[uint64]bool
@@ -47,7 +48,7 @@ type createState struct {
 
 func fold(evs []event) *state {
 	st := &state{creates: map[string]*createState{}, renAck: map[string]uint64{}, renTried: map[string]map[uint64]bool{},
-		trAck: map[string][2]int64{}, trTried: map[string]map[int64]int64{}, trMin: map[string]int64{},
+		trAck: map[string][2]int64{}, trTried: map[string]map[int64]int64{}, trMin: map[string]int64{}, trAckMin: map[string]int64{},
 		acked: map[string]int{}, errs: map[string]int{}, errsByOp: map[string]int{}}
 	for i := range st.owTried {
 		st.owTried[i] = map[uint64]bool{}
@@ -60,6 +61,7 @@ func fold(evs []event) *state {
 		st.trAck[name] = [2]int64{0, truncInitial}
 		st.trTried[name] = map[int64]int64{}
 		st.trMin[name] = truncInitial
+		st.trAckMin[name] = truncInitial
 	}
 	for _, e := range evs {
 		if e.Phase == "ack" {
@@ -112,6 +114,7 @@ func fold(evs []event) *state {
 				st.trMin[e.Name] = min(st.trMin[e.Name], e.Size)
 			} else {
 				st.trAck[e.Name] = [2]int64{int64(e.Ver), e.Size}
+				st.trAckMin[e.Name] = min(st.trAckMin[e.Name], e.Size)
 			}
 		case "register":
 			switch {
@@ -275,6 +278,14 @@ func verifyTruncates(mnt string, st *state, add adder) {
 		keep := min(st.trMin[name], size)
 		if want := fileContent(name, truncInitial, 0)[:keep]; !bytes.Equal(b[:keep], want) {
 			add("truncate", name, "the first %d bytes (never truncated away) %s", keep, describe(b[:keep], want))
+		}
+		// Only ftruncate touches these files: once a size of n bytes was
+		// acknowledged, every byte from n on reads zero whatever the later
+		// sizes, so a lost cut shows here even when the size is right (a
+		// wrong size is reported already).
+		if z := min(st.trAckMin[name], size); ok && !isZero(b[z:]) {
+			add("truncate", name, "not all zero from byte %d on, yet an acknowledged size (ftruncate or the initial one) was %d bytes",
+				z, st.trAckMin[name])
 		}
 	}
 }
