@@ -40,11 +40,12 @@ func parseFaults(s string) ([]string, error) {
 	return out, nil
 }
 
-// faultLoop injects one fault every 3-8 s until the duration is over.
+// faultLoop injects one fault after each gap (--gap-min to --gap-max, 3-8 s
+// by default) until the duration is over.
 func (n *nemesis) faultLoop(ctx context.Context, until time.Time) error {
 	rng := rand.New(rand.NewPCG(n.opt.seed, 0xfa17))
 	for {
-		gap := between(rng, 3*time.Second, 8*time.Second)
+		gap := between(rng, n.opt.gapMin, n.opt.gapMax)
 		if time.Now().Add(gap).After(until) {
 			return nil
 		}

@@ -35,6 +35,7 @@ type options struct {
 	diskMiB           int
 	faults            string
 	injectLoss        bool
+	gapMin, gapMax    time.Duration
 }
 
 func main() {
@@ -50,6 +51,8 @@ func main() {
 	flag.StringVar(&o.summary, "summary", "", "where to write the JSON summary (default: chaos-summary.json next to --dir)")
 	flag.IntVar(&o.diskMiB, "disk-mib", 768, "size of each host's disk (a tmpfs) in MiB")
 	flag.StringVar(&o.faults, "faults", "", "comma-separated fault kinds to draw from (default: all; see faults.go)")
+	flag.DurationVar(&o.gapMin, "gap-min", 3*time.Second, "shortest wait between one fault healed and the next (a kind named twice in --faults is drawn twice as often)")
+	flag.DurationVar(&o.gapMax, "gap-max", 8*time.Second, "longest wait between faults")
 	flag.BoolVar(&o.injectLoss, "inject-loss", false, "self-test of the checker: before verifying, zero one acknowledged append record and empty one acknowledged created file through the mount; the run must then report both")
 	flag.Parse()
 	if o.seed == 0 {
@@ -63,6 +66,10 @@ func main() {
 	o.dir = abs
 	if o.summary == "" {
 		o.summary = filepath.Join(filepath.Dir(abs), "chaos-summary.json")
+	}
+	if o.gapMin <= 0 || o.gapMax <= o.gapMin {
+		fmt.Fprintln(os.Stderr, "chaos: --gap-min must be positive and below --gap-max")
+		os.Exit(2)
 	}
 	kinds, err := parseFaults(o.faults)
 	if err != nil {
