@@ -117,7 +117,7 @@ func run(args []string) error {
 		return err
 	}
 	level, _ := parseLevel(f.logLevel)
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := newLogger(os.Stderr, level)
 	stopProfile, err := startCPUProfile(log)
 	if err != nil {
 		return err

@@ -4,8 +4,9 @@ package celldctl
 // its provisioning record, robustness and coordinator, its conditions, each
 // replica (role, applied index, lag, readiness, lost state, last state
 // digest as INDEX/PREFIX, and from the
-// VolumeReplica object its namespace, port and why it is not ready) and the
-// events about the volume and its replicas.
+// VolumeReplica object its namespace, port and why it is not ready), the
+// pending deletion of its claim, PersistentVolume or itself (deletion.go)
+// and the events about the volume and its replicas.
 //
 // The per-replica figures are the volume's status summary as the volume
 // controller wrote it; a VolumeReplica the summary does not list yet is shown
@@ -63,6 +64,10 @@ type volumeReport struct {
 	volume   storagev1alpha1.ReplicatedVolume
 	replicas []storagev1alpha1.VolumeReplica
 	events   []corev1.Event
+	// deleting is the chain's pending deletions (claim, PV, volume) and
+	// unread what could not be checked (deletion.go).
+	deleting []pendingDeletion
+	unread   []string
 }
 
 func gatherVolume(ctx context.Context, c client.Reader, name string) (*volumeReport, error) {
@@ -82,6 +87,7 @@ func gatherVolume(ctx context.Context, c client.Reader, name string) (*volumeRep
 		}
 	}
 	sort.Slice(r.replicas, func(i, j int) bool { return r.replicas[i].Name < r.replicas[j].Name })
+	r.deleting, r.unread = gatherDeletion(ctx, c, &r.volume)
 	var err error
 	if r.events, err = eventsAbout(ctx, c, r.about()...); err != nil {
 		return nil, fmt.Errorf("events of %s %q: %w", kindVolume, name, err)
@@ -120,6 +126,7 @@ func (r *volumeReport) print(w io.Writer, opts printers.PrintOptions, now time.T
 		{"Robustness", robustness(v)}, {"Coordinator", orDash(v.Status.Coordinator)},
 		{"Age", age(v.CreationTimestamp.Time, now)},
 	}
+	fields = append(fields, deletionFields(r.deleting, r.unread, now)...)
 	if v.Status.ObservedGeneration != v.Generation {
 		fields = append(fields, field{"Observed", fmt.Sprintf("generation %d of %d (the volume controller has not caught up)",
 			v.Status.ObservedGeneration, v.Generation)})

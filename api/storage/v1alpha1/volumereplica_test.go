@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
@@ -197,5 +198,38 @@ func TestVolumeReplicaStatusValidation(t *testing.T) {
 			r.Status = tc.status
 			expectVerdict(t, "a status where "+tc.name, env.Client.Status().Update(ctx, r), tc.wantErr)
 		})
+	}
+}
+
+// Issue 36 item 6: `kubectl get volumereplicas` prints LAG and APPLIED from
+// status.lag and status.appliedIndex; a replica that is current (lag 0) must
+// show 0, not a blank cell, so the stored object carries both fields even
+// at 0.
+func TestVolumeReplicaStatusKeepsZeroLagAndAppliedIndex(t *testing.T) {
+	ctx := testContext(t)
+	ensureNamespace(t, ctx)
+	r := validReplica(uniqueName("vol-r"))
+	if err := env.Client.Create(ctx, r); err != nil {
+		t.Fatalf("create the replica: %v", err)
+	}
+	cleanupObject(t, r)
+	r.Status = storagev1alpha1.VolumeReplicaStatus{Role: storagev1alpha1.RoleCoordinator, Lag: 0, AppliedIndex: 0}
+	if err := env.Client.Status().Update(ctx, r); err != nil {
+		t.Fatalf("write the status: %v", err)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(storagev1alpha1.GroupVersion.WithKind("VolumeReplica"))
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(r), u); err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	for _, field := range []string{"lag", "appliedIndex"} {
+		v, found, err := unstructured.NestedFieldNoCopy(u.Object, "status", field)
+		if err != nil || !found {
+			t.Errorf("stored status has no %s (err %v): %v", field, err, u.Object["status"])
+			continue
+		}
+		if n, ok := v.(int64); !ok || n != 0 {
+			t.Errorf("stored status.%s = %#v, want 0", field, v)
+		}
 	}
 }

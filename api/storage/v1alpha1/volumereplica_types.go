@@ -211,15 +211,17 @@ type VolumeReplicaStatus struct {
 	Role ReplicaRole `json:"role,omitempty"`
 
 	// appliedIndex is the last journal index applied to the backing files.
+	// Always written, 0 included: the APPLIED column prints it.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
-	AppliedIndex int64 `json:"appliedIndex,omitempty"`
+	AppliedIndex int64 `json:"appliedIndex"`
 
 	// lag is how many entries the replica is behind the coordinator's
-	// commit index, as last observed.
+	// commit index, as last observed. Always written, 0 included: the LAG
+	// column prints it, and a current replica shows 0, not a blank.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
-	Lag int64 `json:"lag,omitempty"`
+	Lag int64 `json:"lag"`
 
 	// capacity is the filesystem capacity this replica serves: the
 	// volume's replicated capacity as far as it has applied the journal.

@@ -45,7 +45,7 @@ func (r *Reconciler) ensureClaim(ctx context.Context, rv *storagev1alpha1.Replic
 		if err := r.client.Update(ctx, cur); err != nil {
 			return false, fmt.Errorf("grow backing claim %s to %s: %w", cur.Name, rv.Spec.Capacity.String(), err)
 		}
-		r.event(rv, "Normal", "ClaimExpanded", "Expand", "backing claim %s grows to %s", cur.Name, rv.Spec.Capacity.String())
+		r.event(rv, eventNormal, EventClaimExpanded, "Expand", "backing claim %s grows to %s", cur.Name, rv.Spec.Capacity.String())
 	}
 	if claimHolds(cur, rv.Spec.Capacity) {
 		return true, nil

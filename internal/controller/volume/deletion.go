@@ -65,7 +65,7 @@ func (r *Reconciler) teardown(ctx context.Context, rv *storagev1alpha1.Replicate
 			return "removing the volume's finalizer", fmt.Errorf("remove finalizer of volume %s: %w", rv.Name, err)
 		}
 	}
-	r.event(rv, "Normal", "Deleted", "Delete", "replicas, claims, services and secrets removed")
+	r.event(rv, eventNormal, EventDeleted, "Delete", "replicas, claims, services and secrets removed")
 	r.metrics.forget(rv.Name)
 	return "", nil
 }
@@ -82,7 +82,7 @@ func (r *Reconciler) releaseReplica(ctx context.Context, rv *storagev1alpha1.Rep
 		if err := r.client.Delete(ctx, vr, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 			return "", fmt.Errorf("delete VolumeReplica %s (uid %s): %w", vr.Name, uid, err)
 		}
-		r.event(rv, "Normal", "ReplicaClosing", "Delete", "replica %s deleted; waiting for the host on node %s to close its worker", vr.Name, vr.Spec.Node)
+		r.event(rv, eventNormal, EventReplicaClosing, "Delete", "replica %s deleted; waiting for the host on node %s to close its worker", vr.Name, vr.Spec.Node)
 		return fmt.Sprintf("replica %s: waiting for the host on node %s to close its worker", vr.Name, vr.Spec.Node), nil
 	}
 	claim := &corev1.PersistentVolumeClaim{}

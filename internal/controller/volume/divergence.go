@@ -27,8 +27,8 @@ import (
 
 // Events of the Diverged condition.
 const (
-	EventDigestMismatch = "DigestMismatch"
-	EventDigestsAgree   = "DigestsAgree"
+	EventDigestMismatch EventReason = "DigestMismatch"
+	EventDigestsAgree   EventReason = "DigestsAgree"
 )
 
 // shortDigest is how much of a digest a message shows.
@@ -168,10 +168,10 @@ func (r *Reconciler) divergenceWritten(rv *storagev1alpha1.ReplicatedVolume, bef
 	switch {
 	case is && (!was || wasMsg != msg):
 		r.metrics.digestMismatch(rv.Name)
-		r.event(rv, "Warning", EventDigestMismatch, "Compare", "%s", msg)
+		r.event(rv, eventWarning, EventDigestMismatch, "Compare", "%s", msg)
 	case was && !is:
 		if c := meta.FindStatusCondition(after, storagev1alpha1.VolumeDiverged.String()); c != nil {
-			r.event(rv, "Normal", EventDigestsAgree, "Compare", "%s", c.Message)
+			r.event(rv, eventNormal, EventDigestsAgree, "Compare", "%s", c.Message)
 		}
 	}
 }

@@ -101,7 +101,7 @@ func TestDivergedComparesDigestsAtEqualIndexes(t *testing.T) {
 	if n := mismatches(); n != 1 {
 		t.Errorf("cellfleet_volume_replica_digest_mismatches_total = %v after one mismatch reconciled several times, want 1", n)
 	}
-	if !drained(rec, "Warning "+volume.EventDigestMismatch) {
+	if !drained(rec, "Warning "+volume.EventDigestMismatch.String()) {
 		t.Error("no DigestMismatch warning event")
 	}
 
@@ -113,7 +113,7 @@ func TestDivergedComparesDigestsAtEqualIndexes(t *testing.T) {
 	fx.hostDigest(&vrs[2], 130, hexDigest('c'))
 	check("all agree at the higher index", metav1.ConditionFalse, storagev1alpha1.ReasonDigestsAgree, storagev1alpha1.RobustnessHealthy,
 		"index 130", vrs[0].Name, vrs[1].Name, vrs[2].Name)
-	if !drained(rec, "Normal "+volume.EventDigestsAgree) {
+	if !drained(rec, "Normal "+volume.EventDigestsAgree.String()) {
 		t.Error("no DigestsAgree event after the mismatch cleared")
 	}
 	if n := mismatches(); n != 1 {

@@ -105,7 +105,7 @@ func (r *Reconciler) syncCapacity(ctx context.Context, rv *storagev1alpha1.Repli
 		if err := r.client.Update(ctx, vr); err != nil {
 			return fmt.Errorf("raise the capacity of VolumeReplica %s to %s: %w", vr.Name, want.String(), err)
 		}
-		r.event(rv, "Normal", "CapacityRequested", "Expand", "replica %s asked to serve %s", vr.Name, want.String())
+		r.event(rv, eventNormal, EventCapacityRequested, "Expand", "replica %s asked to serve %s", vr.Name, want.String())
 	}
 	return nil
 }

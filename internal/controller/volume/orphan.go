@@ -42,9 +42,9 @@ const (
 
 // Events of the orphan collection.
 const (
-	EventSourceClaimGone  = "SourceClaimGone"
-	EventOrphanCollected  = "OrphanCollected"
-	EventSourceClaimFound = "SourceClaimFound"
+	EventSourceClaimGone  EventReason = "SourceClaimGone"
+	EventOrphanCollected  EventReason = "OrphanCollected"
+	EventSourceClaimFound EventReason = "SourceClaimFound"
 )
 
 // provisionerName matches the name csi-provisioner gives a volume by
@@ -79,7 +79,7 @@ func (r *Reconciler) collectOrphan(ctx context.Context, rv *storagev1alpha1.Repl
 			if err := r.client.Update(ctx, rv); err != nil {
 				return false, 0, fmt.Errorf("clear the orphan record of volume %s: %w", rv.Name, err)
 			}
-			r.event(rv, "Normal", EventSourceClaimFound, "Collect", "source claim or PersistentVolume found again; the volume is kept")
+			r.event(rv, eventNormal, EventSourceClaimFound, "Collect", "source claim or PersistentVolume found again; the volume is kept")
 		}
 		return false, 0, nil
 	}
@@ -94,7 +94,7 @@ func (r *Reconciler) collectOrphan(ctx context.Context, rv *storagev1alpha1.Repl
 		if err := r.client.Update(ctx, rv); err != nil {
 			return false, 0, fmt.Errorf("record volume %s as orphaned: %w", rv.Name, err)
 		}
-		r.event(rv, "Warning", EventSourceClaimGone, "Collect", "%s; the volume is deleted after --orphan-volume-grace=%s unless a PersistentVolume holds it",
+		r.event(rv, eventWarning, EventSourceClaimGone, "Collect", "%s; the volume is deleted after --orphan-volume-grace=%s unless a PersistentVolume holds it",
 			why, r.orphanGrace)
 		r.log.Info("volume orphaned; grace period starts", "volume", rv.Name, "why", why, "grace", r.orphanGrace)
 	}
@@ -105,7 +105,7 @@ func (r *Reconciler) collectOrphan(ctx context.Context, rv *storagev1alpha1.Repl
 	if err := r.client.Delete(ctx, rv, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 		return false, 0, fmt.Errorf("delete orphaned volume %s (uid %s): %w", rv.Name, uid, err)
 	}
-	r.event(rv, "Warning", EventOrphanCollected, "Collect", "%s since %s and no PersistentVolume holds the volume: deleted; its replicas, claims, services and secrets are torn down in order",
+	r.event(rv, eventWarning, EventOrphanCollected, "Collect", "%s since %s and no PersistentVolume holds the volume: deleted; its replicas, claims, services and secrets are torn down in order",
 		why, since.UTC().Format(time.RFC3339))
 	r.log.Info("orphaned volume collected", "volume", rv.Name, "uid", uid, "why", why, "since", since)
 	return true, 0, nil

@@ -210,8 +210,9 @@ func placed(rv *storagev1alpha1.ReplicatedVolume) bool {
 	return false
 }
 
-// Reconcile converges one volume and reports its status.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// reconcile converges one volume and reports its status; Reconcile
+// (conflict.go) turns its conflicts into requeues.
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rv := &storagev1alpha1.ReplicatedVolume{}
 	if err := r.client.Get(ctx, req.NamespacedName, rv); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -284,7 +285,7 @@ func (r *Reconciler) provision(ctx context.Context, rv *storagev1alpha1.Replicat
 		return nil, rep, nil, err
 	}
 	if pending != nil {
-		r.event(rv, "Warning", "Pending", "Place", "%s", pending.message(replicaCount(rv)))
+		r.event(rv, eventWarning, EventPending, "Place", "%s", pending.message(replicaCount(rv)))
 		return pending, rep, nil, nil
 	}
 	if rep, err = r.replace(ctx, rv, set); err != nil {

@@ -58,11 +58,11 @@ const replacementRequeue = 5 * time.Second
 
 // Events of a replacement.
 const (
-	EventReplacementStarted = "ReplicaReplacementStarted"
-	EventReplicaAdded       = "ReplicaAdded"
-	EventReplicaRemoved     = "ReplicaRemoved"
-	EventReplicaReplaced    = "ReplicaReplaced"
-	EventReplacementWaiting = "ReplicaReplacementWaiting"
+	EventReplacementStarted EventReason = "ReplicaReplacementStarted"
+	EventReplicaAdded       EventReason = "ReplicaAdded"
+	EventReplicaRemoved     EventReason = "ReplicaRemoved"
+	EventReplicaReplaced    EventReason = "ReplicaReplaced"
+	EventReplacementWaiting EventReason = "ReplicaReplacementWaiting"
 )
 
 // replacement is what one reconcile found of the volume's replacement, for
@@ -115,7 +115,7 @@ func (r *Reconciler) replace(ctx context.Context, rv *storagev1alpha1.Replicated
 	}
 	why := losses[lost.Name].why
 	if ok, msg := quorumWithout(replicaCount(rv), *set, lost, nil); !ok {
-		r.event(rv, "Warning", EventReplacementWaiting, "Replace", "replica %s is lost (%s) but %s", lost.Name, why, msg)
+		r.event(rv, eventWarning, EventReplacementWaiting, "Replace", "replica %s is lost (%s) but %s", lost.Name, why, msg)
 		return replacement{reason: storagev1alpha1.ReasonAwaitingQuorum, requeue: pendingRequeue,
 			message: fmt.Sprintf("replica %s is lost (%s); not replaced: %s", lost.Name, why, msg)}, nil
 	}
@@ -361,7 +361,7 @@ func (r *Reconciler) allocate(ctx context.Context, rv *storagev1alpha1.Replicate
 	chosen := choose(pool, taken, book.load(), 1)
 	if chosen == nil {
 		msg := fmt.Sprintf("replica %s is lost (%s); no eligible node outside the volume's: %s", lost.Name, why, elig.message(len(taken)+1))
-		r.event(rv, "Warning", EventReplacementWaiting, "Replace", "%s", msg)
+		r.event(rv, eventWarning, EventReplacementWaiting, "Replace", "%s", msg)
 		return replacement{reason: storagev1alpha1.ReasonAwaitingNode, message: msg, requeue: pendingRequeue}, nil
 	}
 	port, err := book.next(chosen[0].name, r.ports)
@@ -376,7 +376,7 @@ func (r *Reconciler) allocate(ctx context.Context, rv *storagev1alpha1.Replicate
 	if err := r.client.Create(ctx, vr); err != nil {
 		return replacement{}, fmt.Errorf("create replacement VolumeReplica %s for %s on %s port %d: %w", vr.Name, lost.Name, vr.Spec.Node, vr.Spec.Port, err)
 	}
-	r.event(rv, "Normal", EventReplacementStarted, "Replace", "replica %s is lost (%s): replica %s allocated on node %s, port %d, to replace it",
+	r.event(rv, eventNormal, EventReplacementStarted, "Replace", "replica %s is lost (%s): replica %s allocated on node %s, port %d, to replace it",
 		lost.Name, why, vr.Name, vr.Spec.Node, vr.Spec.Port)
 	r.log.Info("replacement allocated", "volume", rv.Name, "lost", lost.Name, "why", why, "replica", vr.Name, "node", vr.Spec.Node, "port", vr.Spec.Port)
 	return replacement{active: true, reason: storagev1alpha1.ReasonAddingReplica, requeue: replacementRequeue,
@@ -398,7 +398,7 @@ func (r *Reconciler) continueReplacement(ctx context.Context, rv *storagev1alpha
 		}
 		if waits == "" {
 			r.metrics.replaced(rv.Name)
-			r.event(rv, "Normal", EventReplicaReplaced, "Replace", "%s: done, the objects of %s are removed", what, old.Name)
+			r.event(rv, eventNormal, EventReplicaReplaced, "Replace", "%s: done, the objects of %s are removed", what, old.Name)
 			return replacement{reason: storagev1alpha1.ReasonNoReplacement, message: what + ": done"}, nil
 		}
 		return step(storagev1alpha1.ReasonRemovingObjects, "removed from the Raft configuration (membership generation %d); %s", gen, waits), nil
@@ -435,7 +435,7 @@ func (r *Reconciler) continueReplacement(ctx context.Context, rv *storagev1alpha
 			if err := r.annotateRemoved(ctx, old, req.Generation); err != nil {
 				return replacement{}, err
 			}
-			r.event(rv, "Normal", EventReplicaRemoved, "Replace", "%s: %s removed from the Raft configuration (generation %d)", what, old.Name, req.Generation)
+			r.event(rv, eventNormal, EventReplicaRemoved, "Replace", "%s: %s removed from the Raft configuration (generation %d)", what, old.Name, req.Generation)
 			return step(storagev1alpha1.ReasonRemovingObjects, "removed from the Raft configuration (membership generation %d)", req.Generation), nil
 		}
 		if err := r.request(ctx, *set, old, *req); err != nil {
@@ -453,7 +453,7 @@ func (r *Reconciler) continueReplacement(ctx context.Context, rv *storagev1alpha
 				repl.Name, req.Generation, failure(*set, req)), nil
 		}
 		if !replacingReason(rv, storagev1alpha1.ReasonRebuildingReplica) && !replacingReason(rv, storagev1alpha1.ReasonRemovingReplica) {
-			r.event(rv, "Normal", EventReplicaAdded, "Replace", "%s: %s added to the Raft configuration (generation %d); it rebuilds", what, repl.Name, req.Generation)
+			r.event(rv, eventNormal, EventReplicaAdded, "Replace", "%s: %s added to the Raft configuration (generation %d); it rebuilds", what, repl.Name, req.Generation)
 		}
 		if !readyMember(repl) || repl.Status.Lag > catchUpLag {
 			return step(storagev1alpha1.ReasonRebuildingReplica, "%s is a member and rebuilds (ready %t, lag %d, applied index %d)",

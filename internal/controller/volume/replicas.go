@@ -180,7 +180,9 @@ func (r *Reconciler) place(ctx context.Context, rv *storagev1alpha1.ReplicatedVo
 		if err := r.client.Create(ctx, vr); err != nil {
 			return nil, fmt.Errorf("create VolumeReplica %s on %s port %d: %w", vr.Name, vr.Spec.Node, vr.Spec.Port, err)
 		}
-		r.event(rv, "Normal", "Placed", "Place", "replica %s placed on node %s (zone %q), port %d",
+		// The replica is the related object: three placements in one
+		// reconcile are three events, not one series naming r0 (events.go).
+		r.eventAbout(rv, vr, eventNormal, EventPlaced, "Place", "replica %s placed on node %s (zone %q), port %d",
 			vr.Name, vr.Spec.Node, zoneOf[vr.Spec.Node], vr.Spec.Port)
 		r.log.Info("placed replica", "volume", rv.Name, "replica", vr.Name, "node", vr.Spec.Node, "port", vr.Spec.Port)
 	}

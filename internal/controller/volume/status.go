@@ -191,20 +191,22 @@ func buildStatus(rv *storagev1alpha1.ReplicatedVolume, o outcome) storagev1alpha
 }
 
 // writeStatus writes st when it differs, bound to the volume's
-// resourceVersion (a conflict is retried by the next reconcile).
+// resourceVersion (a conflict is retried by the next reconcile: conflict.go).
 func (r *Reconciler) writeStatus(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume, st storagev1alpha1.ReplicatedVolumeStatus) error {
 	r.metrics.observe(rv.Name, replicaCount(rv), st)
 	if equalStatus(rv.Status, st) {
 		return nil
 	}
-	before := rv.Status.Conditions
+	before := rv.Status
 	rv.Status = st
 	if err := r.client.Status().Update(ctx, rv); err != nil {
 		return fmt.Errorf("write status of volume %s: %w", rv.Name, err)
 	}
-	// Counted once written: a conflict retried by the next reconcile
-	// would otherwise count one mismatch twice.
-	r.divergenceWritten(rv, before, st.Conditions)
+	// Counted and recorded once written: a conflict retried by the next
+	// reconcile would otherwise count one mismatch, or record one
+	// transition, twice.
+	r.divergenceWritten(rv, before.Conditions, st.Conditions)
+	r.transitionsWritten(rv, before, st)
 	return nil
 }
 

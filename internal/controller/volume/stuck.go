@@ -46,7 +46,7 @@ const (
 )
 
 // EventReplacementAbandoned: the replica being added is given up.
-const EventReplacementAbandoned = "ReplicaReplacementAbandoned"
+const EventReplacementAbandoned EventReason = "ReplicaReplacementAbandoned"
 
 // abandonedWhy is why repl was abandoned ("" when it was not).
 func abandonedWhy(vr *storagev1alpha1.VolumeReplica) string {
@@ -149,7 +149,7 @@ func (r *Reconciler) markAbandoned(ctx context.Context, rv *storagev1alpha1.Repl
 	if err := r.client.Patch(ctx, repl, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("mark replacement VolumeReplica %s abandoned: %w", repl.Name, err)
 	}
-	r.event(rv, "Warning", EventReplacementAbandoned, "Replace", "replica %s on node %s cannot replace %s: %s; it is removed and another node is tried",
+	r.event(rv, eventWarning, EventReplacementAbandoned, "Replace", "replica %s on node %s cannot replace %s: %s; it is removed and another node is tried",
 		repl.Name, repl.Spec.Node, old.Name, why)
 	r.log.Info("replacement abandoned", "volume", rv.Name, "replica", repl.Name, "node", repl.Spec.Node, "lost", old.Name, "why", why)
 	return nil
@@ -185,7 +185,7 @@ func (r *Reconciler) abandon(ctx context.Context, rv *storagev1alpha1.Replicated
 			if err := r.annotateRemoved(ctx, repl, req.Generation); err != nil {
 				return replacement{}, err
 			}
-			r.event(rv, "Normal", EventReplicaRemoved, "Replace", "%s: removed from the Raft configuration (generation %d)", what, req.Generation)
+			r.event(rv, eventNormal, EventReplicaRemoved, "Replace", "%s: removed from the Raft configuration (generation %d)", what, req.Generation)
 			return step("removed from the Raft configuration (membership generation %d)", req.Generation), nil
 		}
 		if err := r.request(ctx, *set, old, *req); err != nil {

@@ -270,13 +270,19 @@ type recordingClient struct {
 	mu     sync.Mutex
 	writes []write
 	inject func(w write) bool
+	// before runs before a write reaches the API server (another writer
+	// changing the object in between makes a real conflict).
+	before func(w write)
 }
 
 func (r *recordingClient) do(w write, call func() error) error {
 	r.mu.Lock()
 	r.writes = append(r.writes, w)
-	inject := r.inject
+	inject, before := r.inject, r.before
 	r.mu.Unlock()
+	if before != nil {
+		before(w)
+	}
 	if inject != nil && inject(w) {
 		return fmt.Errorf("%s: %w", w, errInjected)
 	}
