@@ -490,24 +490,22 @@ func parallel(b *testing.B, dir string, threads, count int, per func(dir string,
 // BenchmarkCreates: empty file creates per second, each thread's ending
 // with an fsync of its directory, from 1 and 8 threads in one directory, 8
 // threads each in its own directory, 1 thread without the directory name
-// cache (every create then also pays a LOOKUP at the coordinator, and none
-// is answered before its commit) and 1 thread with every create waiting
-// for its commit (sync-creates). mount-creates/s is counted in this process
+// cache (every create then also pays a LOOKUP at the coordinator).
+// mount-creates/s is counted in this process
 // (which also serves the mount); program-mount-creates/s by a separate
 // program (this test binary re-executed, createProgram) doing the same
 // through the mount.
 func BenchmarkCreates(b *testing.B) {
 	for _, mode := range []struct {
-		name        string
-		threads     int
-		ownDirs     bool
-		noCache     bool
-		syncCreates bool
-	}{{"threads=1", 1, false, false, false}, {"threads=8", 8, false, false, false},
-		{"threads=8/own-directories", 8, true, false, false},
-		{"threads=1/no-name-cache", 1, false, true, false}, {"threads=1/sync-creates", 1, false, false, true}} {
+		name    string
+		threads int
+		ownDirs bool
+		noCache bool
+	}{{"threads=1", 1, false, false}, {"threads=8", 8, false, false},
+		{"threads=8/own-directories", 8, true, false},
+		{"threads=1/no-name-cache", 1, false, true}} {
 		b.Run(mode.name, func(b *testing.B) {
-			t := benchSetup(b, cfuse.Options{SingleWriter: true, NoNameCache: mode.noCache, SyncCreates: mode.syncCreates})
+			t := benchSetup(b, cfuse.Options{SingleWriter: true, NoNameCache: mode.noCache})
 			g, gProg := glusterFor(b, ""), glusterFor(b, "program-")
 			var rate, prog [3]float64
 			var cpu [3]time.Duration
@@ -588,8 +586,7 @@ func create(dir string, thread, i int) error {
 
 // creator creates in dir, or with ownDirs in the thread's directory
 // t<thread> of dir; each thread's last create (of count/threads) then
-// fsyncs the directory, so the rate counts creates made durable (a
-// single-writer mount answers a create before its commit: createbehind.go).
+// fsyncs the directory, as a program making its creates durable does.
 func creator(ownDirs bool, threads, count int) func(dir string, thread, i int) error {
 	return func(dir string, thread, i int) error {
 		if ownDirs {

@@ -52,17 +52,6 @@ func (n *node) entryAdded(child client.Attr, err error) {
 	}
 }
 
-// entryAddedBehind is entryAdded for a create answered before its commit
-// (createbehind.go): its time is this mount's clock and such creates may
-// commit out of order, so the engine keeps the newest time, and so does
-// this.
-func (n *node) entryAddedBehind(child client.Attr) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	t := max(child.Ctime, n.attr.Mtime)
-	n.attr.Mtime, n.attr.Ctime = t, t
-}
-
 // dirChanged marks n's attributes inexact after a change the mount cannot
 // derive.
 func (n *node) dirChanged() {

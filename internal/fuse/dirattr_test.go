@@ -62,8 +62,6 @@ func TestDirectoryAttributesMatchTheEngineAfterEveryChange(t *testing.T) {
 	}
 	for _, s := range steps {
 		s.do()
-		// A create may be answered before its commit (createbehind.go);
-		// the directory's fsync is the point from which it is the engine's.
 		must(fsyncPath(dir))
 		for _, d := range []string{dir, mnt, p("x"), filepath.Join(mnt, "y"), p("f"), p("g")} {
 			if _, err := os.Lstat(d); os.IsNotExist(err) {

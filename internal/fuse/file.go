@@ -126,41 +126,25 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 	return uint32(len(data)), 0
 }
 
-// opFlush and opFsync name the two requests that wait for commits, in logs
-// and in settleCreates, which treats them differently.
-const (
-	opFlush = "flush"
-	opFsync = "fsync"
-)
-
 // Flush (each close) of a handle open for writing waits for the file's
-// queued writes and for the creates answered before their commit, the
-// file's own among them, and reports a failure of either that the handle's
-// fsync was not told of, without consuming it (writeback.go): a FLUSH also
-// comes from closes the writing program never made. A read-only handle's
-// close reports nothing. Without write-behind every write was committed
-// when answered.
+// queued writes and reports a failure the handle's fsync was not told of,
+// without consuming it (writeback.go): a FLUSH also comes from closes the
+// writing program never made. A read-only handle's close reports nothing.
+// Without write-behind every write was committed when answered.
 func (h *handle) Flush(ctx context.Context) syscall.Errno {
-	if !h.writer {
+	if !h.writer || h.fsys.wb == nil {
 		return 0
 	}
-	if h.fsys.wb != nil {
-		if err := h.fsys.wb.flush(h.errs); err != nil {
-			return h.fsys.errno(opFlush, h.ino, err)
-		}
-	}
-	return h.fsys.settleCreates(opFlush, h.ino)
+	return h.fsys.errno("flush", h.ino, h.fsys.wb.flush(h.errs))
 }
 
 // Fsync waits likewise, for every handle, and reports each failure once
 // (committed on a quorum means durable on a quorum).
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
-	if h.fsys.wb != nil {
-		if err := h.fsys.wb.sync(h.errs); err != nil {
-			return h.fsys.errno(opFsync, h.ino, err)
-		}
+	if h.fsys.wb == nil {
+		return 0
 	}
-	return h.fsys.settleCreates(opFsync, h.ino)
+	return h.fsys.errno("fsync", h.ino, h.fsys.wb.sync(h.errs))
 }
 
 // Release closes the handle; the last one frees a deleted file.

@@ -159,10 +159,6 @@ func (m *Mount) Done() <-chan struct{} { return m.done }
 func (m *Mount) finish() {
 	m.once.Do(func() {
 		m.fsys.batch.close()
-		// Creates answered before their commit are sent; let them land.
-		if err := m.fsys.cl.Settle(context.Background()); err != nil {
-			m.fsys.log.Warn("creates answered before their commit did not finish before unmount", "error", err)
-		}
 		m.fsys.cl.Close()
 		m.fsys.log.Info("volume unmounted")
 		close(m.done)

@@ -2,8 +2,7 @@ package fuse
 
 // Names: create, mkdir, mknod, symlink, link, unlink, rmdir, rename,
 // readdir, readlink. Each is one engine mutation, committed on a quorum
-// before the kernel gets its answer, but a create a single-writer mount may
-// answer first (createbehind.go).
+// before the kernel gets its answer.
 
 import (
 	"context"
@@ -55,12 +54,9 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if e != 0 {
 		return nil, nil, 0, e
 	}
-	a, behind, err := n.createBehind(name, m, uid, gid)
-	if !behind {
-		a, err = n.fsys.cl.Create(opCtx(), n.ino(), name, m, uid, gid)
-		n.added(name, err)
-		n.entryAdded(a, err)
-	}
+	a, err := n.fsys.cl.Create(opCtx(), n.ino(), name, m, uid, gid)
+	n.added(name, err)
+	n.entryAdded(a, err)
 	if err != nil {
 		return nil, nil, 0, n.fsys.errno("create", n.ino(), err)
 	}

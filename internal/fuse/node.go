@@ -27,9 +27,6 @@ type filesystem struct {
 	wb      *writeback // nil: writes are synchronous
 	names   *names     // nil: every lookup asks the coordinator
 	orphans *orphans
-
-	inos           inoPool        // numbers for create-behind (createbehind.go)
-	createFailures createFailures // its failures, until an fsync reports them
 }
 
 // settle waits for ino's queued writes (write-behind), so an answer about
@@ -256,10 +253,9 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	return 0
 }
 
-// Fsync of an open file drains and reports its writes (file.go). Of a
-// directory it waits for the creates answered before their commit
-// (createbehind.go) and reports one in it that failed; every other change
-// of its names was committed on a quorum before it was answered. (go-fuse
+// Fsync of an open file drains and reports its writes (file.go). A
+// directory has nothing to wait for: every change of its names was
+// committed on a quorum before it was answered. (go-fuse
 // routes a directory's FSYNCDIR here; without this method it answers
 // EOPNOTSUPP, which applications take for a failed commit.)
 func (n *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall.Errno {
@@ -267,7 +263,7 @@ func (n *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall
 		return h.Fsync(ctx, flags)
 	}
 	n.fsys.settle(n.ino())
-	return n.fsys.settleCreates(opFsync, n.ino())
+	return 0
 }
 
 // Statfs reports the volume's capacity; writes past it fail with ENOSPC.

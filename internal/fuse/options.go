@@ -67,10 +67,6 @@ type Options struct {
 	// single-writer mount's own record of a directory (names.go); it exists
 	// to measure what that cache buys.
 	NoNameCache bool
-	// SyncCreates makes every create wait for its commit; by default a
-	// single-writer mount answers a create of a name it knows is absent
-	// first (createbehind.go). It exists to measure what that buys.
-	SyncCreates bool
 	// Debug logs every FUSE request.
 	Debug  bool
 	Logger *slog.Logger

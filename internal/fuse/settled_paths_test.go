@@ -1,9 +1,9 @@
 package fuse_test
 
-// The rule of settled_test.go on each path a write or create can take to
-// its quorum: write-behind and create-behind answered before the commit, a
-// retry of an uncertain call under the same identity, a coordinator change,
-// a fencing-lease expiry that drops the kernel's caches, and a remount.
+// The rule of settled_test.go on each path a write can take to its quorum:
+// write-behind answered before the commit, a retry of an uncertain call
+// under the same identity, a coordinator change, a fencing-lease expiry
+// that drops the kernel's caches, and a remount.
 
 import (
 	"bytes"
@@ -62,9 +62,9 @@ func TestWhatACloseAnsweredSurvivesEveryPath(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	t.Run("creates and writes behind, then every host killed", func(t *testing.T) {
-		// Creates in a directory the mount made are answered before their
-		// commit, and so are the writes: the close is what waits.
+	t.Run("writes behind, then every host killed", func(t *testing.T) {
+		// The writes are answered before their commit: the close is what
+		// waits.
 		for i := range 20 {
 			createAndClose(t, filepath.Join(dir, "behind-"+string(rune('a'+i))), record("behind"))
 		}

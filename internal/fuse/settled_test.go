@@ -1,9 +1,10 @@
 package fuse_test
 
 // An answered operation is settled (docs/fuse.md, "Semantics"): a successful
-// fsync, or close of a descriptor open for writing, means every write and
-// create made before it through that descriptor is committed on a quorum,
-// and a failure is never lost on the way to the program that made the write.
+// fsync, or close of a descriptor open for writing, means every write made
+// before it through that descriptor is committed on a quorum (a create is
+// committed before it is answered), and a failure is never lost on the way
+// to the program that made the write.
 
 import (
 	"errors"
@@ -145,37 +146,14 @@ func TestAFailureSurvivesClosesTheWriterDidNotMake(t *testing.T) {
 }
 
 // TestACloseReportsWhatItsFsyncWould: a close of a descriptor open for
-// writing waits for its file's queued writes and for the file's create
-// answered before its commit, and reports their failure; the failure stays
-// for the descriptor's fsync, and once the last close of the handle
-// reported it, a descriptor opened later does not inherit it.
+// writing waits for its file's queued writes and reports their failure; the
+// failure stays for the descriptor's fsync, and once the last close of the
+// handle reported it, a descriptor opened later does not inherit it.
 func TestACloseReportsWhatItsFsyncWould(t *testing.T) {
 	c := startCluster(t, 1<<30)
 	c.Config.RetryBudget = 3 * time.Second
 	c.Config.AttemptTimeout = time.Second
 	mnt := c.mount(t, cfuse.Options{SingleWriter: true})
-	// A directory the mount made, so it knows which names are absent, and a
-	// first create, which reserves the mount's inode numbers (a commit):
-	// from then on creates in it are answered before their commit.
-	dir := filepath.Join(mnt, "d")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "first"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-
-	t.Run("a create answered before its commit", func(t *testing.T) {
-		heal := c.loseQuorum(t)
-		defer heal()
-		f, err := os.OpenFile(filepath.Join(dir, "created"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-		if err != nil {
-			t.Fatalf("create answered before its commit, without a quorum: %v, want success", err)
-		}
-		if err := f.Close(); !errors.Is(err, syscall.EIO) {
-			t.Fatalf("close of a file whose create cannot commit: %v, want EIO", err)
-		}
-	})
 
 	t.Run("a write answered before its commit", func(t *testing.T) {
 		path := filepath.Join(mnt, "written")

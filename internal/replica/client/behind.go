@@ -1,8 +1,9 @@
 package client
 
-// Creates sent behind: a single-writer mount answers a create before its
-// commit (internal/fuse, create-behind), so one thread creating files is
-// not held to one commit per file. CreateBehind queues the create and
+// Creates sent behind, the client side of the engine's reserved creates
+// (docs/replica-engine.md). The mount no longer uses them: it commits a
+// create before answering it (docs/decisions/0009-settled-operations.md);
+// the engine's tests of reserved creates do. CreateBehind queues the create and
 // returns; every later call of this client (but another CreateBehind) first
 // waits until the creates sent before it have been answered, so whatever
 // the mount does next with a new file reaches the engine after the file
