@@ -64,11 +64,25 @@ func (o *owner) mount(ctx context.Context) error {
 func (o *owner) kill() {
 	if o.cmd != nil {
 		_ = o.cmd.Process.Signal(syscall.SIGKILL)
-		_ = o.cmd.Wait()
+		exited := make(chan struct{})
+		go func(cmd *exec.Cmd) { _ = cmd.Wait(); close(exited) }(o.cmd)
+		select {
+		case <-exited:
+		case <-time.After(ownerExitWait):
+			// A thread of it is stuck in the kernel where a kill cannot
+			// reach it, holding its FUSE connection open (a cache
+			// invalidation waiting on a directory lock that a request to
+			// this same owner holds). The next owner aborts that
+			// connection (internal/mountowner/abort.go), and then it exits.
+			say("mount owner (pid %d) did not exit %v after SIGKILL: the next owner aborts its FUSE connection", o.cmd.Process.Pid, ownerExitWait)
+		}
 		o.cmd = nil
 	}
 	o.mounted = false
 }
+
+// ownerExitWait bounds the wait for a killed mount owner to exit.
+const ownerExitWait = 10 * time.Second
 
 // restart recovers from a dead owner as a node would: a new owner on the
 // same state directory (it cleans the stale mount), then the mount again.

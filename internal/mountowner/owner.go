@@ -105,6 +105,14 @@ func (o *Owner) recover() error {
 	}
 	for _, rec := range recs {
 		log := o.log.With("volume", rec.VolumeID, "target", rec.Target)
+		// The process that served this mount is gone, or hangs where a kill
+		// cannot reach it (abort.go): end its connection before probing,
+		// which would otherwise hang too.
+		if aborted, err := abortConnection(rec.Target); err != nil {
+			log.Error("the dead owner's FUSE connection could not be aborted", "error", err)
+		} else if aborted {
+			log.Warn("aborted the dead owner's FUSE connection")
+		}
 		state, perr := probe(rec.Target)
 		reason := ""
 		switch state {

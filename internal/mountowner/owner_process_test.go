@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cellfleet/cellfleet/internal/fuse/fusetest"
+	"github.com/cellfleet/cellfleet/internal/mountowner"
 	"github.com/cellfleet/cellfleet/internal/mountowner/api"
 )
 
@@ -31,6 +32,9 @@ func TestMain(m *testing.M) {
 	}
 	if spec := os.Getenv(clientEnv); spec != "" {
 		os.Exit(runClient(spec))
+	}
+	if dir := os.Getenv(mountowner.HungServerEnv); dir != "" {
+		os.Exit(mountowner.ServeHungMount(dir))
 	}
 	dir, err := os.MkdirTemp("", "mountowner-test-bin-")
 	if err != nil {

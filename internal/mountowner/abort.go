@@ -1,0 +1,119 @@
+package mountowner
+
+// Aborting a dead owner's FUSE connection. A killed owner normally takes its
+// connection with it: the kernel aborts it when the last descriptor of
+// /dev/fuse closes, and the mount answers ENOTCONN (stale.go). But a thread
+// of the owner blocked in the kernel where a kill cannot reach it keeps the
+// process, and so the descriptor, alive: a cache invalidation (go-fuse's
+// NotifyEntry) waits for a directory's lock that a CREATE holds while it
+// waits for this same owner's answer. The mount then hangs for ever, and so
+// does every probe of it, statfs included. The nemesis found exactly this
+// (docs/qualification.md, "Nemesis"). So a new owner aborts the connection
+// of every mount its records name before it looks at the target: the
+// kernel answers the waiting requests ENOTCONN, the blocked thread goes on
+// and the old process exits. The connection is the mount's device minor
+// number under the fusectl filesystem, mounted here if nobody has.
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// fuseConnections is where the fusectl filesystem shows one directory per
+// FUSE connection, named by the mount's device minor number.
+const fuseConnections = "/sys/fs/fuse/connections"
+
+// abortConnection aborts the FUSE connection of the mount at target, if
+// target is a FUSE mount point. It reports whether it aborted one.
+func abortConnection(target string) (bool, error) {
+	minor, ok, err := fuseMinor(target)
+	if err != nil || !ok {
+		return false, err
+	}
+	if err := mountFusectl(); err != nil {
+		return false, err
+	}
+	abort := filepath.Join(fuseConnections, fmt.Sprint(minor), "abort")
+	if err := os.WriteFile(abort, []byte("1"), 0); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return false, nil // the connection ended meanwhile
+		}
+		return false, fmt.Errorf("abort the FUSE connection of %s: %w", target, err)
+	}
+	return true, nil
+}
+
+// fuseMinor finds target in this mount namespace's mount table: the device
+// minor number of the FUSE mount on it, or ok false when none is.
+func fuseMinor(target string) (minor uint32, ok bool, err error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return 0, false, fmt.Errorf("read the mount table: %w", err)
+	}
+	defer f.Close()
+	clean := filepath.Clean(target)
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		// id parent major:minor root mountpoint options [optional...] - fstype source super
+		fields := strings.Fields(sc.Text())
+		sep := -1
+		for i, v := range fields {
+			if v == "-" {
+				sep = i
+				break
+			}
+		}
+		if len(fields) < 5 || sep < 0 || sep+1 >= len(fields) {
+			continue
+		}
+		if unescapeMountPath(fields[4]) != clean || !strings.HasPrefix(fields[sep+1], "fuse") {
+			continue
+		}
+		var major uint32
+		if _, err := fmt.Sscanf(fields[2], "%d:%d", &major, &minor); err != nil {
+			return 0, false, fmt.Errorf("mount table entry %q: %w", fields[2], err)
+		}
+		ok = true // the last entry for a path is the one on top
+	}
+	return minor, ok, sc.Err()
+}
+
+// unescapeMountPath undoes the octal escapes (\040 for a space, ...) the
+// kernel writes in mountinfo paths.
+func unescapeMountPath(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var v int
+			if _, err := fmt.Sscanf(s[i+1:i+4], "%o", &v); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// mountFusectl mounts the fusectl filesystem unless it is mounted.
+func mountFusectl() error {
+	if entries, err := os.ReadDir(fuseConnections); err == nil && len(entries) > 0 {
+		return nil
+	}
+	err := unix.Mount("fusectl", fuseConnections, "fusectl", 0, "")
+	if err != nil && !errors.Is(err, unix.EBUSY) {
+		return fmt.Errorf("mount fusectl at %s: %w", fuseConnections, err)
+	}
+	return nil
+}
