@@ -117,3 +117,36 @@ func mountFusectl() error {
 	}
 	return nil
 }
+
+// dyingLockHolder finds the process holding the flock on the file at path
+// (/proc/locks) and reports whether it is dying: its main thread has exited
+// (zombie) while another of its threads still runs, which is what a kill
+// leaves of an owner stuck in the kernel. Its descriptors, the lock and
+// its FUSE connections among them, stay open until that thread returns.
+func dyingLockHolder(path string) (pid int, dying bool, err error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return 0, false, fmt.Errorf("stat %s: %w", path, err)
+	}
+	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	locks, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return 0, false, fmt.Errorf("read /proc/locks: %w", err)
+	}
+	for _, line := range strings.Split(string(locks), "\n") {
+		// 1: FLOCK  ADVISORY  WRITE 4242 00:2a:1234567 0 EOF
+		f := strings.Fields(line)
+		if len(f) < 6 || f[1] != "FLOCK" || f[5] != want {
+			continue
+		}
+		if _, err := fmt.Sscan(f[4], &pid); err != nil {
+			return 0, false, fmt.Errorf("/proc/locks line %q: %w", line, err)
+		}
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			return pid, false, nil // gone meanwhile
+		}
+		return pid, strings.Contains(string(status), "\nState:\tZ"), nil
+	}
+	return 0, false, nil
+}

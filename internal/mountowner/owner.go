@@ -83,11 +83,12 @@ func New(cfg Config) (*Owner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mount owner lock: %w", err)
 	}
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	recs := records{dir: dir}
+	if err := takeLock(lock, recs, cfg.Logger); err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("another mount owner holds %s: %w", cfg.StateDir, err)
 	}
-	o := &Owner{cfg: cfg, log: cfg.Logger, recs: records{dir: dir}, lock: lock,
+	o := &Owner{cfg: cfg, log: cfg.Logger, recs: recs, lock: lock,
 		sessions: map[string]*session{}, volLocks: map[string]*sync.Mutex{}}
 	if err := o.recover(); err != nil {
 		lock.Close()
@@ -95,6 +96,44 @@ func New(cfg Config) (*Owner, error) {
 	}
 	return o, nil
 }
+
+// takeLock takes the owner lock. A previous owner that was killed while one
+// of its threads was stuck in the kernel still holds it, and only aborting
+// its FUSE connections lets that thread, and so the process, end
+// (abort.go): so when the holder is dying, the connections of the mounts
+// the records name are aborted and the lock is awaited for a while.
+func takeLock(lock *os.File, recs records, log *slog.Logger) error {
+	err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	if !errors.Is(err, unix.EWOULDBLOCK) {
+		return err
+	}
+	pid, dying, derr := dyingLockHolder(lock.Name())
+	if derr != nil || !dying {
+		return errors.Join(err, derr)
+	}
+	log.Warn("the previous mount owner is dying with a thread stuck in the kernel; aborting its FUSE connections", "pid", pid)
+	saved, lerr := recs.load()
+	if lerr != nil {
+		log.Error("some session records could not be read", "error", lerr)
+	}
+	for _, rec := range saved {
+		if _, aerr := abortConnection(rec.Target); aerr != nil {
+			log.Error("could not abort a FUSE connection of the dying owner", "target", rec.Target, "error", aerr)
+		}
+	}
+	deadline := time.Now().Add(dyingOwnerWait)
+	for {
+		err = unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// dyingOwnerWait bounds the wait for a dying owner to release the lock once
+// its connections are aborted.
+const dyingOwnerWait = 15 * time.Second
 
 // recover turns every record into a Lost session, cleaning its target:
 // whatever mount a record names belonged to a process that is gone.
