@@ -133,7 +133,7 @@ func volumePV(ctx context.Context, c client.Reader, volume string) (*corev1.Pers
 func claimUsers(ctx context.Context, c client.Reader, claim *corev1.PersistentVolumeClaim) ([]string, error) {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(claim.Namespace)); err != nil {
-		return nil, fmt.Errorf("Pods of namespace %s not read: %w", claim.Namespace, err)
+		return nil, fmt.Errorf("list the Pods of namespace %s: %w", claim.Namespace, err)
 	}
 	var out []string
 	for _, p := range pods.Items {
