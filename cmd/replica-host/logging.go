@@ -4,7 +4,7 @@ package main
 // manager (internal/replica/kubehost), and controller-runtime logs through
 // its own global logger: unset, it drops every line and prints
 // "[controller-runtime] log.SetLogger(...) was never called" with a stack
-// trace 30 s after the start (issue 36 item 6). The manager sets it the same
+// trace 30 s after the start. The manager sets it the same
 // way (cmd/manager/main.go).
 
 import (

@@ -27,7 +27,7 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// Issue 36 item 6: in Kubernetes mode the host runs a controller-runtime
+// In Kubernetes mode the host runs a controller-runtime
 // manager (internal/replica/kubehost), which logs through
 // controller-runtime's global logger. Unset, it printed
 // "[controller-runtime] log.SetLogger(...) was never called" with a stack

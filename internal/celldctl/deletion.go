@@ -1,6 +1,6 @@
 package celldctl
 
-// A volume's pending deletion (issue 36 item 6). A claim deleted while a Pod
+// A volume's pending deletion (docs/operate.md). A claim deleted while a Pod
 // uses it waits in Terminating (kubernetes.io/pvc-protection), its
 // PersistentVolume waits for the claim, and the ReplicatedVolume waits for
 // the volume controller's ordered teardown (docs/volume-controller.md,

@@ -24,7 +24,7 @@ func deletionLines(out string) []string {
 	return lines
 }
 
-// Issue 36 item 6: a claim deleted while a Pod uses it waits in Terminating
+// A claim deleted while a Pod uses it waits in Terminating
 // (kubernetes.io/pvc-protection), and so do its PersistentVolume and the
 // volume; `kubectl celld volume` said Healthy and nothing else. The report
 // shows each pending deletion, since when and what it waits for.

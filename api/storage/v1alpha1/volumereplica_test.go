@@ -201,7 +201,7 @@ func TestVolumeReplicaStatusValidation(t *testing.T) {
 	}
 }
 
-// Issue 36 item 6: `kubectl get volumereplicas` prints LAG and APPLIED from
+// `kubectl get volumereplicas` prints LAG and APPLIED from
 // status.lag and status.appliedIndex; a replica that is current (lag 0) must
 // show 0, not a blank cell, so the stored object carries both fields even
 // at 0.

@@ -7,7 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// TestReplacementDelayTimedFromMembersFirstDownMoment proves seed 000's "a
+// TestReplacementDelayTimedFromMembersFirstDownMoment proves docs/fleet-operator.md's "a
 // member that has stayed down for the replacement delay" is timed from the
 // member, not from its current Pod: a member whose Pod is force-deleted and
 // recreated while it is down, and whose operator restarts meanwhile, is

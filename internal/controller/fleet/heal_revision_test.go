@@ -46,7 +46,7 @@ func crashLooping(p *corev1.Pod) bool {
 	return false
 }
 
-// TestRevisionThatNeverBecomesReadyKeepsEveryDisk proves seed 000's "a member
+// TestRevisionThatNeverBecomesReadyKeepsEveryDisk proves docs/fleet-operator.md's "a member
 // waiting on its image or configuration" is left alone when its new revision
 // crash-loops: a member never Ready on its current revision, after it was
 // Ready on an earlier one, keeps its disk for twice the replacement delay,

@@ -7,8 +7,8 @@ package volume
 // failed: the next reconcile reads the object again and writes what is
 // still needed (docs/volume-controller.md "Status": an unchanged status is
 // not written). Returned as an error, controller-runtime logged it as
-// ERROR "Reconciler error" (issue 36 item 6: 11 times in 2 minutes for one
-// volume). Reconcile is the one place where a reconcile's errors leave the
+// ERROR "Reconciler error", many times a minute for one busy volume.
+// Reconcile is the one place where a reconcile's errors leave the
 // controller, so it is the one place that tells a conflict from a failure.
 
 import (

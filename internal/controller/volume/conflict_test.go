@@ -9,7 +9,7 @@ import (
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 )
 
-// Issue 36 item 6: a write that conflicts because another writer changed
+// A write that conflicts because another writer changed
 // the volume since it was read is a retry, not a reconcile error (the
 // manager logged ERROR "Reconciler error ... the object has been modified"
 // 11 times in 2 minutes for one volume): the reconcile returns no error and

@@ -12,7 +12,7 @@ package volume
 // keeps the first event's message and counts the others. Events that say
 // something different about one volume in one reconcile (a placement per
 // replica) therefore name the replica as the related object, or they read
-// as the first one repeated (issue 36 item 6, docs/operate.md "Volume events").
+// as the first one repeated (docs/operate.md, "Volume events").
 
 import (
 	"fmt"

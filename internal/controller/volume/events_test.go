@@ -81,7 +81,7 @@ func describe(evs []eventsv1.Event) string {
 	return strings.Join(parts, "; ")
 }
 
-// Issue 36 item 6: each replica's placement is its own event (the events
+// Each replica's placement is its own event (the events
 // recorder merges events of one reason, action and object into a series
 // that keeps the first message, so three Placed events about the volume
 // read as "r0 placed, 3 times"); a robustness transition is one event, not

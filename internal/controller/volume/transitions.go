@@ -1,9 +1,9 @@
 package volume
 
-// Transitions of a volume's coordinator and robustness are events (issue 36
-// item 6), so `kubectl get events` and `kubectl celld volume` tell when a
-// volume went Degraded and which replica took over, not only how it is
-// now. They are judged where status is derived and written (status.go,
+// Transitions of a volume's coordinator and robustness are events
+// (docs/operate.md, "Volume events"), so `kubectl get events` and
+// `kubectl celld volume` tell when a volume went Degraded and which replica
+// took over, not only how it is now. They are judged where status is derived and written (status.go,
 // writeStatus) from the status before and after a write that succeeded: an
 // unchanged status is never written, so a transition is one event however
 // often the volume is reconciled, and a write that conflicts records
