@@ -96,10 +96,12 @@ var testSupport = map[string]string{
 }
 
 // production reports whether pkg is production code: not test support and
-// not one of the test programs under test/.
+// not one of the test programs (those under test/, and the nemesis,
+// hack/chaos, which runs the binaries on the power-cut filesystem).
 func production(pkg string) bool {
 	_, support := testSupport[pkg]
-	return !support && !strings.HasPrefix(pkg, "test/") && pkg != "internal/replica/processtest" && pkg != "internal/importrules"
+	return !support && !strings.HasPrefix(pkg, "test/") && pkg != "hack/chaos" &&
+		pkg != "internal/replica/processtest" && pkg != "internal/importrules"
 }
 
 // full turns a pattern into an absolute import-path pattern: one whose
