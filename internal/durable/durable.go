@@ -73,6 +73,30 @@ func SyncDir(dir string) error {
 	return nil
 }
 
+// MkdirAll creates dir and its missing parents durably: each new directory's
+// entry is fsynced in its parent, so a power cut cannot take away a directory
+// whose contents were synced (a replica's data directory lost that way came
+// back with an empty journal in a nemesis run, docs/qualification.md).
+func MkdirAll(dir string, perm os.FileMode) error {
+	dir = filepath.Clean(dir)
+	if fi, err := os.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("create directory %s: a file is in the way", dir)
+		}
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := MkdirAll(parent, perm); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, perm); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("create directory %s: %w", dir, err)
+	}
+	return SyncDir(parent)
+}
+
 // RemoveFile deletes path durably; a missing file is not an error.
 func RemoveFile(path string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/cellfleet/cellfleet/internal/durable"
 	"github.com/cellfleet/cellfleet/internal/replica/fsm"
 	"github.com/cellfleet/cellfleet/internal/replica/journal"
 	"github.com/cellfleet/cellfleet/internal/replica/raftnet"
@@ -133,7 +134,9 @@ func (w *Worker) Start() error {
 
 func (w *Worker) start() error {
 	dir := w.cfg.DataDir
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// Durably: a data directory whose own entry a power cut drops takes its
+	// synced journal with it, and the replica would start empty.
+	if err := durable.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
 	want := journal.Identity{Volume: w.cfg.Volume, Replica: w.cfg.Replica, Generation: w.cfg.Generation}

@@ -100,7 +100,9 @@ type Log struct {
 // OpenLog opens or creates the journal in dir, recovering a torn tail.
 // TornBytes reports how many bytes of torn tail recovery discarded.
 func OpenLog(dir string, segmentSize int64) (*Log, int64, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// Durably, or a power cut can drop the directory with every synced
+	// segment in it.
+	if err := durable.MkdirAll(dir, 0o700); err != nil {
 		return nil, 0, fmt.Errorf("create journal directory: %w", err)
 	}
 	st, err := openStable(filepath.Join(dir, stableFile))
