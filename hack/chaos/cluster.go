@@ -9,12 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/cellfleet/cellfleet/internal/replica"
-	"github.com/cellfleet/cellfleet/internal/replica/client"
 	"github.com/cellfleet/cellfleet/internal/replica/host"
 	"github.com/cellfleet/cellfleet/internal/replica/standalone"
 )
@@ -163,31 +161,13 @@ func (c *cluster) waitReady(ctx context.Context, timeout time.Duration) error {
 	})
 }
 
-// coordinator asks the volume which replica coordinates, as the demo does.
+// coordinator asks the volume which replica coordinates.
 func (c *cluster) coordinator(ctx context.Context) (int, error) {
-	cfg, err := client.LoadFile(c.gen.ClientFile)
-	if err != nil {
-		return 0, err
+	i, err := standalone.Coordinator(ctx, c.gen.ClientFile, 10*time.Second)
+	if err == nil && (i < 0 || i >= replicas) {
+		return 0, fmt.Errorf("coordinator r%d is not one of r0..r%d", i, replicas-1)
 	}
-	cfg.Logger = nil
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	cl, err := client.Dial(cctx, cfg)
-	if err != nil {
-		return 0, err
-	}
-	defer cl.Close()
-	if _, err := cl.StatFs(cctx); err != nil {
-		return 0, err
-	}
-	var i int
-	if _, err := fmt.Sscanf(strings.TrimPrefix(cl.Coordinator(), "r"), "%d", &i); err != nil {
-		return 0, err
-	}
-	if i < 0 || i >= replicas {
-		return 0, fmt.Errorf("coordinator %q is not one of r0..r%d", cl.Coordinator(), replicas-1)
-	}
-	return i, nil
+	return i, err
 }
 
 // partition cuts (or heals) both directions between hosts a and b.

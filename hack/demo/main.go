@@ -17,7 +17,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -140,7 +139,7 @@ func (d *demo) run(ctx context.Context, dir string) error {
 	if err := d.write(ctx, "before", sums); err != nil {
 		return err
 	}
-	victim, err := coordinator(ctx, g.ClientFile)
+	victim, err := standalone.Coordinator(ctx, g.ClientFile, 30*time.Second)
 	if err != nil {
 		return err
 	}
@@ -152,7 +151,7 @@ func (d *demo) run(ctx context.Context, dir string) error {
 	if err := d.write(ctx, "after", sums); err != nil {
 		return err
 	}
-	now, err := coordinator(ctx, g.ClientFile)
+	now, err := standalone.Coordinator(ctx, g.ClientFile, 30*time.Second)
 	if err != nil {
 		return err
 	}
@@ -292,28 +291,6 @@ func mountRequest(clientFile, target string) (api.MountRequest, error) {
 		req.Endpoints = append(req.Endpoints, api.Endpoint{ID: ep.ID, Address: ep.Address, ServerName: ep.ServerName})
 	}
 	return req, nil
-}
-
-// coordinator asks the volume which replica coordinates.
-func coordinator(ctx context.Context, clientFile string) (int, error) {
-	cfg, err := client.LoadFile(clientFile)
-	if err != nil {
-		return 0, err
-	}
-	cfg.Logger = nil
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	cl, err := client.Dial(cctx, cfg)
-	if err != nil {
-		return 0, err
-	}
-	defer cl.Close()
-	if _, err := cl.StatFs(cctx); err != nil {
-		return 0, err
-	}
-	var i int
-	_, err = fmt.Sscanf(strings.TrimPrefix(cl.Coordinator(), "r"), "%d", &i)
-	return i, err
 }
 
 func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
