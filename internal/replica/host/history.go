@@ -100,14 +100,11 @@ func (h history) standing(volume, replica string, generation uint64) (standing, 
 // record makes phase the replica's durable record for generation.
 func (h history) record(spec WorkerSpec, phase RecordPhase) error {
 	p := h.path(spec.Volume, spec.Replica)
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+	// The directories may be new, the state directory itself included:
+	// each new entry is synced in its parent, or a power cut could drop
+	// the record with its directory and the replica would start afresh.
+	if err := durable.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return fmt.Errorf("record %s in the host history: %w", phase, err)
-	}
-	// The directories may be new: their entries must be durable too.
-	for _, d := range []string{filepath.Dir(filepath.Dir(p)), h.dir} {
-		if err := durable.SyncDir(d); err != nil {
-			return fmt.Errorf("record %s in the host history: %w", phase, err)
-		}
 	}
 	rec := historyRecord{Volume: spec.Volume, Replica: spec.Replica, Generation: spec.Generation, Phase: phase}
 	if err := durable.WriteJSON(p, rec); err != nil {
