@@ -58,8 +58,7 @@ type FSM struct {
 	mu    sync.RWMutex
 	st    *state
 	files *fileCache
-	ra    readAhead // sequential readers' readahead (readahead.go)
-	sums  seqSums   // checksums of files written in order (seqsum.go)
+	sums  seqSums // checksums of files written in order (seqsum.go)
 
 	// servesReads: this replica coordinates, so it serves the volume's
 	// reads and keeps the pages it writes (SetServesReads).

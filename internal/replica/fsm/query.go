@@ -97,7 +97,6 @@ func (f *FSM) read(op *wire.Op) wire.Result {
 			wire.PutBuf(frame)
 			return errno(syscall.EIO)
 		}
-		f.ra.after(op.Ino, fh, op.Offset, op.Offset+uint64(k))
 	}
 	// A sparse tail past the backing file's end reads as zeros (the pooled
 	// buffer holds an earlier read's bytes).
