@@ -40,13 +40,8 @@ const (
 	// file's entry goes with it). Past it the table starts over, which
 	// costs the next checkpoint a read of the files written in order.
 	maxSeqSums = 4096
-	// dropBehindMinWrite: smaller writes keep their pages.
-	dropBehindMinWrite = 256 << 10
-	// dropBehindLag is how far behind a write its predecessors' pages are
-	// dropped: several writes' time for the writeback started at each to
-	// finish (posix_fadvise DONTNEED skips pages still dirty or being
-	// written).
-	dropBehindLag = 16 << 20
+	// dontCacheMinWrite: smaller writes go through the page cache.
+	dontCacheMinWrite = 256 << 10
 )
 
 // seqSum is the CRC-32C of a file's first size bytes, all written in order,
@@ -165,7 +160,8 @@ func (s *seqSums) prefix(ino, size uint64) seqPrefix {
 
 // dontCacheRefused is set once the kernel or the filesystem of the backing
 // tree refuses RWF_DONTCACHE (before Linux 6.14, or a filesystem without
-// it): writeUncached then writes through the cache and drops behind.
+// it): writeUncached then writes through the cache, and the pages stay
+// until the kernel reclaims them.
 var dontCacheRefused atomic.Bool
 
 // writeUncached writes data at off to fh, a file written in order, so that
@@ -173,14 +169,14 @@ var dontCacheRefused atomic.Bool
 // whole pages with RWF_DONTCACHE, which starts their writeback at once and
 // frees each folio when it completes; a partial page at either end through
 // the cache, since the next in-order write continues it and would otherwise
-// read it back from the disk. The drop behind's lag left most pages cached
-// whenever the disk fell that far behind the writes (400 of 512 MiB in a
-// /tmp run, docs/performance.md).
+// read it back from the disk. A write smaller than dontCacheMinWrite goes
+// through the cache whole.
 func writeUncached(fh *os.File, data []byte, off uint64) error {
 	end := off + uint64(len(data))
 	from, to := wholePages(off, end)
-	if to-from < dropBehindMinWrite || dontCacheRefused.Load() {
-		return writeDroppingBehind(fh, data, off)
+	if to-from < dontCacheMinWrite || dontCacheRefused.Load() {
+		_, err := fh.WriteAt(data, int64(off))
+		return err
 	}
 	if from > off {
 		if _, err := fh.WriteAt(data[:from-off], int64(off)); err != nil {
@@ -191,7 +187,8 @@ func writeUncached(fh *os.File, data []byte, off uint64) error {
 	n, err := unix.Pwritev2(int(fh.Fd()), [][]byte{mid}, int64(from), unix.RWF_DONTCACHE)
 	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL) {
 		dontCacheRefused.Store(true)
-		return writeDroppingBehind(fh, data[from-off:], from)
+		_, err := fh.WriteAt(data[from-off:], int64(from))
+		return err
 	}
 	if err != nil {
 		return fmt.Errorf("write %d bytes at %d: %w", len(mid), from, err)
@@ -214,27 +211,4 @@ func wholePages(off, end uint64) (from, to uint64) {
 	from = min((off+page-1)&^(page-1), end)
 	to = max(end&^(page-1), from)
 	return from, to
-}
-
-// writeDroppingBehind writes data at off to fh, a file written in order,
-// through the page cache, for a write too small for RWF_DONTCACHE to pay
-// or on a kernel that refuses it. Then it starts the writeback of the
-// written pages (sync_file_range WRITE, which does not wait for it) and
-// drops those dropBehindLag before them. Advice only: a failure costs
-// memory, never correctness, and a writeback error stays recorded for the
-// checkpoint's fdatasync.
-func writeDroppingBehind(fh *os.File, data []byte, off uint64) error {
-	if _, err := fh.WriteAt(data, int64(off)); err != nil {
-		return err
-	}
-	if len(data) < dropBehindMinWrite {
-		return nil
-	}
-	from, to := wholePages(off, off+uint64(len(data)))
-	fd := int(fh.Fd())
-	_ = unix.SyncFileRange(fd, int64(from), int64(to-from), unix.SYNC_FILE_RANGE_WRITE)
-	if from >= dropBehindLag {
-		_ = unix.Fadvise(fd, int64(from-dropBehindLag), int64(to-from), unix.FADV_DONTNEED)
-	}
-	return nil
 }
