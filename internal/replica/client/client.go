@@ -100,8 +100,6 @@ type Client struct {
 
 	fenced    chan struct{} // closed at the first fenced refusal
 	fenceOnce sync.Once
-
-	behind behind // creates sent without waiting (behind.go)
 }
 
 // Dial connects to the volume and registers an exactly-once session.
@@ -117,7 +115,6 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 		open:   map[uint64]struct{}{},
 		freed:  make(chan struct{}),
 		fenced: make(chan struct{}),
-		behind: newBehind(),
 	}
 	c.epoch = full.FencingEpoch
 	c.configured = len(full.Endpoints)
@@ -219,17 +216,8 @@ func (c *Client) finish(ops []wire.Op) {
 	c.freed = make(chan struct{})
 }
 
-// mutate runs mutations exactly once, after the creates sent behind before
-// it have been answered (behind.go).
+// mutate runs mutations exactly once.
 func (c *Client) mutate(ctx context.Context, ops []wire.Op) ([]wire.Result, error) {
-	if err := c.Settle(ctx); err != nil {
-		return nil, err
-	}
-	return c.send(ctx, ops)
-}
-
-// send runs mutations exactly once.
-func (c *Client) send(ctx context.Context, ops []wire.Op) ([]wire.Result, error) {
 	for {
 		if err := c.stamp(ctx, ops); err != nil {
 			return nil, err
@@ -266,9 +254,6 @@ func (c *Client) renewSession(ctx context.Context, old uint64) error {
 }
 
 func (c *Client) query(ctx context.Context, op wire.Op) (wire.Result, error) {
-	if err := c.Settle(ctx); err != nil {
-		return wire.Result{}, err
-	}
 	op.Epoch = c.Epoch()
 	res, err := c.attempts(ctx, []wire.Op{op}, false)
 	if err != nil {

@@ -27,9 +27,8 @@
 //	GetXattr / SetXattr / ListXattr / RemoveXattr
 //	StatFs(ctx) (StatFs, error)
 //	OpenFence(ctx) (epoch, error) // single-writer mounts: fence every older one
-//	ReserveInos(ctx, n) (first, error)                // inode numbers for CreateBehind
-//	CreateBehind(ctx, parent, name, Attr, done) error // create, commit later (behind.go)
-//	Settle(ctx) error                                 // wait for the creates sent behind
+//	ReserveInos(ctx, n) (first, error)               // inode numbers for CreateReserved
+//	CreateReserved(ctx, parent, name, Attr) error    // create with a reserved number (reserved.go)
 //
 // Errors. A file system error is a syscall.Errno (ENOENT, EEXIST, ENOSPC,
 // ...), which go-fuse's fs.ToErrno passes through. Protocol outcomes are
