@@ -23,7 +23,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/cellfleet/cellfleet/internal/csi/replicated/loopowner"
+	"github.com/cellfleet/cellfleet/internal/csi/csitest/loopowner"
 )
 
 // loopOwnerEnv switches the test binary into mount-owner mode: its value is

@@ -17,9 +17,9 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/cellfleet/cellfleet/internal/csi/csitest"
+	"github.com/cellfleet/cellfleet/internal/csi/csitest/loopowner"
 	"github.com/cellfleet/cellfleet/internal/csi/mountpath"
 	"github.com/cellfleet/cellfleet/internal/csi/replicated"
-	"github.com/cellfleet/cellfleet/internal/csi/replicated/loopowner"
 )
 
 // replicatedRig is a mount owner process, a plugin process and the paths of

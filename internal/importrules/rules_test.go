@@ -86,13 +86,13 @@ func rules() []rule {
 // testSupport are the packages whose doc comments say production code must
 // never import them.
 var testSupport = map[string]string{
-	"internal/testfs/powercut":          "internal/testfs/powercut/doc.go",
-	"internal/testfs/memdir":            "internal/testfs/memdir/memdir.go",
-	"internal/fuse/fusetest":            "internal/fuse/fusetest/cluster.go",
-	"internal/csi/csitest":              "internal/csi/csitest/csitest.go",
-	"internal/csi/replicated/loopowner": "internal/csi/replicated/loopowner/loopowner.go",
-	"internal/testenv":                  "internal/testenv/testenv.go",
-	"internal/testenv/nodestack":        "internal/testenv/nodestack/nodestack.go",
+	"internal/testfs/powercut":       "internal/testfs/powercut/doc.go",
+	"internal/testfs/memdir":         "internal/testfs/memdir/memdir.go",
+	"internal/fuse/fusetest":         "internal/fuse/fusetest/cluster.go",
+	"internal/csi/csitest":           "internal/csi/csitest/csitest.go",
+	"internal/csi/csitest/loopowner": "internal/csi/csitest/loopowner/loopowner.go",
+	"internal/testenv":               "internal/testenv/testenv.go",
+	"internal/testenv/nodestack":     "internal/testenv/nodestack/nodestack.go",
 }
 
 // production reports whether pkg is production code: not test support and

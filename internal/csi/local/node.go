@@ -92,17 +92,8 @@ func (n *Node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRe
 		return nil, status.Errorf(codes.FailedPrecondition,
 			"NodePublishVolume %s: exclusively published by %s; ordinary publication waits for its unpublication", id, rec)
 	}
-	if singleWriter(req.GetVolumeCapability()) {
-		for t := range v.Published {
-			if t != target {
-				return nil, status.Errorf(codes.FailedPrecondition,
-					"NodePublishVolume %s: SINGLE_NODE_SINGLE_WRITER, but already published at %s", id, t)
-			}
-		}
-	}
-	if ro, ok := v.Published[target]; ok && ro != readOnly {
-		return nil, status.Errorf(codes.AlreadyExists,
-			"NodePublishVolume %s: already published at %s with read-only=%v", id, target, ro)
+	if err := v.Published.Admit(id, target, readOnly, singleWriter(req.GetVolumeCapability())); err != nil {
+		return nil, err
 	}
 	f, err := d.openTarget(id, target)
 	if err != nil {
@@ -112,15 +103,7 @@ func (n *Node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRe
 	if err := d.mountAt(v, f, readOnly); err != nil {
 		return nil, err
 	}
-	if v.Published == nil {
-		v.Published = map[string]bool{}
-	}
-	v.Published[target] = readOnly
-	if err := d.state.Save(); err != nil {
-		return nil, status.Errorf(codes.Internal, "NodePublishVolume %s: %v", id, err)
-	}
-	d.log.Info("local: volume published", "volume", id, "target", target, "readOnly", readOnly)
-	return &csi.NodePublishVolumeResponse{}, nil
+	return nodereq.Record(&v.Published, id, target, readOnly, d.state.Save, d.log)
 }
 
 // publishExclusive records, then mounts. Called with d.mu held.

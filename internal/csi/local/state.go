@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 
+	"github.com/cellfleet/cellfleet/internal/csi/nodereq"
 	"github.com/cellfleet/cellfleet/internal/durable"
 )
 
@@ -13,7 +14,7 @@ type volume struct {
 	Name          string `json:"name"` // the CreateVolume name, for idempotency
 	CapacityBytes int64  `json:"capacityBytes"`
 	// Published maps each ordinary target path to its read-only flag.
-	Published map[string]bool `json:"published,omitempty"`
+	Published nodereq.Publications `json:"published,omitempty"`
 }
 
 // stateFile is the driver's persistent state: every provisioned volume and

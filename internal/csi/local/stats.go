@@ -10,6 +10,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/cellfleet/cellfleet/internal/csi/nodereq"
 )
 
 // HealthReason is the CamelCase reason of a volume health entry.
@@ -51,9 +53,9 @@ func (n *Node) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeStats
 // no entry when it is healthy.
 func (n *Node) NodeGetVolumeHealth(_ context.Context, req *csi.NodeGetVolumeHealthRequest) (*csi.NodeGetVolumeHealthResponse, error) {
 	d := n.d
-	id := req.GetVolumeId()
-	if id == "" {
-		return nil, status.Error(codes.InvalidArgument, "NodeGetVolumeHealth: volume_id is required")
+	id, err := nodereq.HealthID(req)
+	if err != nil {
+		return nil, err
 	}
 	d.mu.Lock()
 	_, ok := d.state.Volumes[id]
@@ -63,9 +65,7 @@ func (n *Node) NodeGetVolumeHealth(_ context.Context, req *csi.NodeGetVolumeHeal
 	}
 	h := &csi.VolumeHealth{VolumeId: id}
 	if reason, msg := d.condition(id); reason != "" {
-		h.HealthStatuses = []*csi.VolumeHealth_VolumeHealthEntry{{
-			Status: csi.VolumeHealthErrorType_INACCESSIBLE, Reason: string(reason), Message: msg,
-		}}
+		h.HealthStatuses = []*csi.VolumeHealth_VolumeHealthEntry{nodereq.Inaccessible(string(reason), msg)}
 	}
 	return &csi.NodeGetVolumeHealthResponse{VolumeHealth: h}, nil
 }

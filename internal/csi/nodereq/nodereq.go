@@ -1,7 +1,9 @@
 // Package nodereq holds the checks both node drivers (internal/csi/local,
 // internal/csi/replicated) make of a request before they act: required
 // fields, the target path resolved beneath the configured roots, and the CSI
-// code of a path that fails. It must never import a driver package.
+// code of a path that fails; and the parts of their answers they share: the
+// record of a volume's publications (publications.go) and its health
+// entries. It must never import a driver package.
 package nodereq
 
 import (

@@ -11,8 +11,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/cellfleet/cellfleet/internal/csi/csitest"
+	"github.com/cellfleet/cellfleet/internal/csi/csitest/loopowner"
 	"github.com/cellfleet/cellfleet/internal/csi/replicated"
-	"github.com/cellfleet/cellfleet/internal/csi/replicated/loopowner"
 )
 
 // NodeExpandVolume answers with what statfs through the real mount shows

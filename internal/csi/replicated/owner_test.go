@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/cellfleet/cellfleet/internal/csi/csitest"
+	"github.com/cellfleet/cellfleet/internal/csi/csitest/loopowner"
 	"github.com/cellfleet/cellfleet/internal/csi/replicated"
-	"github.com/cellfleet/cellfleet/internal/csi/replicated/loopowner"
 )
 
 // TestStageTranslatesContextAndSecretsIntoTheOwnersMountRequest checks what

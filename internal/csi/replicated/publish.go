@@ -45,16 +45,8 @@ func (n *Node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRe
 	if v.StagingPath != staging {
 		return nil, status.Errorf(codes.FailedPrecondition, "NodePublishVolume %s: staged at %s, not %s", id, v.StagingPath, staging)
 	}
-	if mode == csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER {
-		for t := range v.Published {
-			if t != target {
-				return nil, status.Errorf(codes.FailedPrecondition,
-					"NodePublishVolume %s: SINGLE_NODE_SINGLE_WRITER, but already published at %s", id, t)
-			}
-		}
-	}
-	if ro, ok := v.Published[target]; ok && ro != readOnly {
-		return nil, status.Errorf(codes.AlreadyExists, "NodePublishVolume %s: already published at %s with read-only=%v", id, target, ro)
+	if err := v.Published.Admit(id, target, readOnly, mode == csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER); err != nil {
+		return nil, err
 	}
 	if _, dead, err := mountHealth(staging); err != nil || dead {
 		return nil, status.Errorf(codes.FailedPrecondition,
@@ -74,15 +66,7 @@ func (n *Node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRe
 			return nil, status.Errorf(codes.Internal, "NodePublishVolume %s: %v", id, err)
 		}
 	}
-	if v.Published == nil {
-		v.Published = map[string]bool{}
-	}
-	v.Published[target] = readOnly
-	if err := d.state.Save(); err != nil {
-		return nil, status.Errorf(codes.Internal, "NodePublishVolume %s: %v", id, err)
-	}
-	d.log.Info("replicated: volume published", "volume", id, "target", target, "readOnly", readOnly)
-	return &csi.NodePublishVolumeResponse{}, nil
+	return nodereq.Record(&v.Published, id, target, readOnly, d.state.Save, d.log)
 }
 
 // NodeUnpublishVolume unmounts and removes the target.

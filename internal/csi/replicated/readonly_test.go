@@ -11,8 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cellfleet/cellfleet/internal/csi/csitest"
+	"github.com/cellfleet/cellfleet/internal/csi/csitest/loopowner"
 	"github.com/cellfleet/cellfleet/internal/csi/replicated"
-	"github.com/cellfleet/cellfleet/internal/csi/replicated/loopowner"
 )
 
 // TestReadOnlyPublicationRefusesWritesWhileTheStagingStaysWritable.

@@ -17,8 +17,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/cellfleet/cellfleet/internal/csi/csitest"
+	"github.com/cellfleet/cellfleet/internal/csi/csitest/loopowner"
 	"github.com/cellfleet/cellfleet/internal/csi/replicated"
-	"github.com/cellfleet/cellfleet/internal/csi/replicated/loopowner"
 	"github.com/cellfleet/cellfleet/internal/csi/server"
 )
 

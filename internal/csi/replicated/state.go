@@ -1,13 +1,16 @@
 package replicated
 
-import "github.com/cellfleet/cellfleet/internal/durable"
+import (
+	"github.com/cellfleet/cellfleet/internal/csi/nodereq"
+	"github.com/cellfleet/cellfleet/internal/durable"
+)
 
 // volume is one staged volume on this node.
 type volume struct {
-	ID          string          `json:"id"`
-	StagingPath string          `json:"stagingPath"`
-	ReadOnly    bool            `json:"readOnly,omitempty"`
-	Published   map[string]bool `json:"published,omitempty"` // target → read-only
+	ID          string               `json:"id"`
+	StagingPath string               `json:"stagingPath"`
+	ReadOnly    bool                 `json:"readOnly,omitempty"`
+	Published   nodereq.Publications `json:"published,omitempty"` // target → read-only
 }
 
 // stateFile is the node's durable record of staged volumes.

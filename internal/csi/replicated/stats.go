@@ -8,6 +8,8 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/cellfleet/cellfleet/internal/csi/nodereq"
 )
 
 // HealthReason is the CamelCase reason of a volume health entry.
@@ -79,9 +81,9 @@ func (n *Node) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeStats
 // mount is INACCESSIBLE when its owner died (ENOTCONN) or it is missing.
 func (n *Node) NodeGetVolumeHealth(_ context.Context, req *csi.NodeGetVolumeHealthRequest) (*csi.NodeGetVolumeHealthResponse, error) {
 	d := n.d
-	id := req.GetVolumeId()
-	if id == "" {
-		return nil, status.Error(codes.InvalidArgument, "NodeGetVolumeHealth: volume_id is required")
+	id, err := nodereq.HealthID(req)
+	if err != nil {
+		return nil, err
 	}
 	d.mu.Lock()
 	v, ok := d.state.Volumes[id]
@@ -95,8 +97,7 @@ func (n *Node) NodeGetVolumeHealth(_ context.Context, req *csi.NodeGetVolumeHeal
 	}
 	h := &csi.VolumeHealth{VolumeId: id}
 	entry := func(r HealthReason, msg string) {
-		h.HealthStatuses = append(h.HealthStatuses, &csi.VolumeHealth_VolumeHealthEntry{
-			Status: csi.VolumeHealthErrorType_INACCESSIBLE, Reason: string(r), Message: msg})
+		h.HealthStatuses = append(h.HealthStatuses, nodereq.Inaccessible(string(r), msg))
 	}
 	mounted, dead, err := mountHealth(staging)
 	switch {
