@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cellfleet/cellfleet/hack/internal/localvolume"
 	"github.com/cellfleet/cellfleet/internal/replica"
 	"github.com/cellfleet/cellfleet/internal/replica/host"
 	"github.com/cellfleet/cellfleet/internal/replica/standalone"
@@ -107,7 +107,7 @@ func (c *cluster) start(i int) error {
 	if c.hosts[i] != nil {
 		return nil
 	}
-	cmd, err := startLogged(c.dir, fmt.Sprintf("replica-host-r%d", i), filepath.Join(c.bin, "replica-host"),
+	cmd, err := localvolume.Start(c.dir, fmt.Sprintf("replica-host-r%d", i), filepath.Join(c.bin, "replica-host"),
 		"-config", c.gen.HostFiles[i], "-log-level", "warn",
 		// The admin socket defaults to the state directory, which is on the
 		// power-cut filesystem: FUSE cannot hold a unix socket.
@@ -151,7 +151,7 @@ func (c *cluster) ready(ctx context.Context, i int) bool {
 }
 
 func (c *cluster) waitReady(ctx context.Context, timeout time.Duration) error {
-	return waitFor(ctx, timeout, func() bool {
+	return localvolume.WaitFor(ctx, timeout, func() bool {
 		for i := range replicas {
 			if !c.ready(ctx, i) {
 				return false
@@ -203,35 +203,4 @@ func (c *cluster) shutdown() {
 			d.close()
 		}
 	}
-}
-
-// startLogged starts a child in its own process group (Ctrl-C reaches the
-// nemesis, which stops the children in order) with its output in logs/.
-func startLogged(dir, name, bin string, args ...string) (*exec.Cmd, error) {
-	logf, err := os.OpenFile(filepath.Join(dir, "logs", name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s (run `make chaos`, which builds it): %w", bin, err)
-	}
-	return cmd, nil
-}
-
-func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if time.Now().After(deadline) {
-			return errors.New("timed out")
-		}
-		time.Sleep(100 * time.Millisecond) // polling interval of a deadline-bounded wait
-	}
-	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/cellfleet/cellfleet/hack/internal/localvolume"
 )
 
 // The fault kinds, drawn with equal odds from the seed. Each is applied and
@@ -132,16 +134,13 @@ func (n *nemesis) inject(ctx context.Context, rng *rand.Rand, kind string) (stri
 		sleep(ctx, down)
 		return fmt.Sprintf("r%d and r%d killed, restarted after %v", a, b, down.Round(time.Millisecond)), restart(a, b)
 	case "kill-mount-owner":
-		pid := 0
-		if n.own.cmd != nil {
-			pid = n.own.cmd.Process.Pid
-		}
-		n.own.kill()
+		pid := n.own.PID()
+		n.killOwner()
 		n.sum.ownerKills = append(n.sum.ownerKills, time.Now().UnixNano())
-		if err := n.own.restart(ctx); err != nil {
+		if err := n.own.Restart(ctx); err != nil {
 			return fmt.Sprintf("mount owner (pid %d) killed", pid), fatalError{fmt.Errorf("remount after the owner's kill: %w", err)}
 		}
-		return fmt.Sprintf("mount owner (pid %d) killed, new owner (pid %d) cleaned the stale mount and mounted again", pid, n.own.cmd.Process.Pid), nil
+		return fmt.Sprintf("mount owner (pid %d) killed, new owner (pid %d) cleaned the stale mount and mounted again", pid, n.own.PID()), nil
 	case "partition":
 		coord, err := c.coordinator(ctx)
 		if err != nil {
@@ -184,7 +183,7 @@ func (n *nemesis) inject(ctx context.Context, rng *rand.Rand, kind string) (stri
 // came back: a replica stops its state machine on a disk error (fail-stop)
 // and only a restart brings it back, as an operator or kubelet would.
 func (n *nemesis) reviveIfFailed(ctx context.Context, i int) string {
-	if waitFor(ctx, 10*time.Second, func() bool { return n.cl.ready(ctx, i) }) == nil {
+	if localvolume.WaitFor(ctx, 10*time.Second, func() bool { return n.cl.ready(ctx, i) }) == nil {
 		return ""
 	}
 	n.cl.kill(i)

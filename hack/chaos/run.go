@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cellfleet/cellfleet/hack/internal/localvolume"
 )
 
 // nemesis is one run: the cluster, the mount owner, the workload process.
@@ -19,7 +21,7 @@ type nemesis struct {
 	kinds  []string
 	sum    *summary
 	cl     *cluster
-	own    *owner
+	own    *localvolume.Owner
 	worker *exec.Cmd
 	done   chan struct{} // closed when the worker exited
 }
@@ -54,17 +56,18 @@ func (n *nemesis) run(ctx context.Context) error {
 		return fmt.Errorf("the hosts did not become ready: %w", err)
 	}
 	say("replica hosts ready (pids %d %d %d)", n.cl.pid(0), n.cl.pid(1), n.cl.pid(2))
-	n.own = &owner{dir: dir, bin: n.opt.bin, target: filepath.Join(dir, "mnt"), clientFile: n.cl.gen.ClientFile}
-	if err := os.Mkdir(n.own.target, 0o755); err != nil {
+	n.own = &localvolume.Owner{Dir: dir, Bin: n.opt.bin, Target: filepath.Join(dir, "mnt"), ClientFile: n.cl.gen.ClientFile,
+		Capacity: 4 << 30, Node: "chaos-node"}
+	if err := os.Mkdir(n.own.Target, 0o755); err != nil {
 		return err
 	}
-	if err := n.own.start(ctx); err != nil {
+	if err := n.own.Start(ctx); err != nil {
 		return err
 	}
-	if err := n.own.mount(ctx); err != nil {
+	if err := n.own.Mount(ctx); err != nil {
 		return err
 	}
-	say("4 GiB volume mounted single-writer at %s by the mount owner (pid %d)", n.own.target, n.own.cmd.Process.Pid)
+	say("4 GiB volume mounted single-writer at %s by the mount owner (pid %d)", n.own.Target, n.own.PID())
 	if err := n.startWorker(ctx); err != nil {
 		return err
 	}
@@ -146,19 +149,19 @@ func (n *nemesis) check(ctx context.Context) error {
 		return errors.New("the workload acknowledged nothing: the run tested nothing")
 	}
 	if n.opt.injectLoss {
-		if err := injectLoss(n.own.target, st); err != nil {
+		if err := injectLoss(n.own.Target, st); err != nil {
 			return fmt.Errorf("inject a loss: %w", err)
 		}
 	}
 	say("verifying %d acknowledged operations through the mount", total)
-	found := verify(n.own.target, "after-heal", st)
+	found := verify(n.own.Target, "after-heal", st)
 	n.report(found)
 	say("kill -9 of the mount owner, a new owner and a remount, then verifying again")
-	n.own.kill()
-	if err := n.own.restart(ctx); err != nil {
+	n.killOwner()
+	if err := n.own.Restart(ctx); err != nil {
 		return fmt.Errorf("remount for the second verification: %w", err)
 	}
-	found = verify(n.own.target, "after-owner-kill-remount", st)
+	found = verify(n.own.Target, "after-owner-kill-remount", st)
 	n.report(found)
 	say("checking %d register operations for linearizability (porcupine)", len(st.registerH))
 	checked, err := checkLinearizable(st, n.sum.ownerKills, n.opt.dir, func(kind, name, format string, args ...any) {
@@ -180,7 +183,7 @@ func (n *nemesis) startWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cmd, err := startLogged(n.opt.dir, "worker", self, "--worker", "--mnt", n.own.target, "--ledger", n.ledgerPath(),
+	cmd, err := localvolume.Start(n.opt.dir, "worker", self, "--worker", "--mnt", n.own.Target, "--ledger", n.ledgerPath(),
 		"--seed", fmt.Sprint(n.opt.seed))
 	if err != nil {
 		return err
@@ -190,7 +193,7 @@ func (n *nemesis) startWorker(ctx context.Context) error {
 	n.worker = cmd
 	n.done = make(chan struct{})
 	go func() { _ = cmd.Wait(); close(n.done) }()
-	return waitFor(ctx, 60*time.Second, func() bool {
+	return localvolume.WaitFor(ctx, 60*time.Second, func() bool {
 		if n.workerExited() {
 			return true
 		}
@@ -286,7 +289,7 @@ func (n *nemesis) cleanup(keep bool) {
 		n.worker = nil
 	}
 	if n.own != nil {
-		n.own.stop()
+		n.own.Stop()
 	}
 	if n.cl != nil {
 		n.cl.shutdown()
@@ -297,4 +300,13 @@ func (n *nemesis) cleanup(keep bool) {
 	}
 	_ = os.RemoveAll(n.opt.dir)
 	say("cleaned up: workload, mount, mount owner, hosts, proxies and disks stopped, %s removed", n.opt.dir)
+}
+
+// killOwner kills the mount owner with -9 and says when it did not exit:
+// the next owner aborts its stuck FUSE connection.
+func (n *nemesis) killOwner() {
+	pid := n.own.PID()
+	if !n.own.Kill() {
+		say("mount owner (pid %d) did not exit %v after SIGKILL: the next owner aborts its FUSE connection", pid, localvolume.ExitWait)
+	}
 }

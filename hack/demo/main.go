@@ -20,11 +20,8 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/cellfleet/cellfleet/internal/mountowner/api"
+	"github.com/cellfleet/cellfleet/hack/internal/localvolume"
 	"github.com/cellfleet/cellfleet/internal/replica"
-	"github.com/cellfleet/cellfleet/internal/replica/client"
 	"github.com/cellfleet/cellfleet/internal/replica/standalone"
 )
 
@@ -58,9 +55,7 @@ type demo struct {
 	files, size int
 	dir, target string
 	hosts       []*exec.Cmd
-	owner       *exec.Cmd
-	oc          *api.Client
-	mounted     bool
+	owner       *localvolume.Owner
 }
 
 func say(format string, args ...any) {
@@ -98,41 +93,23 @@ func (d *demo) run(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Join(abs, "logs"), 0o755); err != nil {
-		return err
-	}
 	for i, f := range g.HostFiles {
-		cmd, err := d.start(fmt.Sprintf("replica-host-r%d", i), filepath.Join(d.bin, "replica-host"), "-config", f, "-log-level", "warn")
+		cmd, err := localvolume.Start(abs, fmt.Sprintf("replica-host-r%d", i), filepath.Join(d.bin, "replica-host"), "-config", f, "-log-level", "warn")
 		if err != nil {
 			return err
 		}
 		d.hosts = append(d.hosts, cmd)
 		say("replica-host r%d started (pid %d, worker on 127.0.0.1:%d)", i, cmd.Process.Pid, base+i)
 	}
-	sock := filepath.Join(abs, "owner.sock")
-	d.owner, err = d.start("mount-owner", filepath.Join(d.bin, "csi-node"), "mount-owner", "--socket="+sock,
-		"--state-dir="+filepath.Join(abs, "owner"), "--node-name=demo-node", "--log-level=warn")
-	if err != nil {
-		return err
-	}
-	d.oc = api.NewClient(sock)
-	if err := waitFor(ctx, 30*time.Second, func() bool { _, err := d.oc.List(ctx); return err == nil }); err != nil {
-		return fmt.Errorf("mount owner did not answer: %w", err)
-	}
-	say("mount owner started (pid %d, socket %s)", d.owner.Process.Pid, sock)
-
 	d.target = filepath.Join(abs, "mnt")
-	if err := os.Mkdir(d.target, 0o755); err != nil {
+	d.owner = &localvolume.Owner{Dir: abs, Bin: d.bin, Target: d.target, ClientFile: g.ClientFile, Capacity: 4 << 30, Node: "demo-node"}
+	if err := d.owner.Start(ctx); err != nil {
 		return err
 	}
-	req, err := mountRequest(g.ClientFile, d.target)
-	if err != nil {
+	say("mount owner started (pid %d, socket %s)", d.owner.PID(), d.owner.Socket())
+	if err := d.owner.Mount(ctx); err != nil {
 		return err
 	}
-	if _, err := d.oc.Mount(ctx, req); err != nil {
-		return fmt.Errorf("mount: %w", err)
-	}
-	d.mounted = true
 	say("volume mounted at %s (fuse.cellfleet, 3 replicas, quorum commit)", d.target)
 
 	sums := map[string][32]byte{}
@@ -175,7 +152,7 @@ func (d *demo) write(ctx context.Context, phase string, sums map[string][32]byte
 		}
 		name := fmt.Sprintf("%s-%03d.bin", phase, i)
 		t0 := time.Now()
-		if err := writeFile(filepath.Join(d.target, name), buf); err != nil {
+		if err := localvolume.WriteFileSync(filepath.Join(d.target, name), buf); err != nil {
 			return fmt.Errorf("write %s: %w", name, err)
 		}
 		slowest = max(slowest, time.Since(t0))
@@ -186,22 +163,6 @@ func (d *demo) write(ctx context.Context, phase string, sums map[string][32]byte
 	}
 	fmt.Println()
 	return nil
-}
-
-func writeFile(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 func (d *demo) verify(ctx context.Context, sums map[string][32]byte) error {
@@ -228,40 +189,12 @@ func (d *demo) verify(ctx context.Context, sums map[string][32]byte) error {
 	return nil
 }
 
-func (d *demo) start(name, bin string, args ...string) (*exec.Cmd, error) {
-	logf, err := os.Create(filepath.Join(d.dir, "logs", name+".log"))
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	// Own process group: Ctrl-C reaches the demo, which stops the
-	// children in order (mount first).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start %s (run `make demo`, which builds it): %w", bin, err)
-	}
-	return cmd, nil
-}
-
 // cleanup unmounts, stops the owner and the replica hosts and removes the
 // working directory.
 func (d *demo) cleanup() {
 	fmt.Println()
-	if d.mounted {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		if err := d.oc.Unmount(ctx, "demo"); err != nil {
-			fmt.Fprintln(os.Stderr, "unmount through the owner:", err)
-		}
-		cancel()
-	}
-	if d.target != "" {
-		_ = unix.Unmount(d.target, unix.MNT_DETACH)
-	}
 	if d.owner != nil {
-		_ = d.owner.Process.Signal(syscall.SIGTERM)
-		_ = d.owner.Wait()
+		d.owner.Stop()
 	}
 	for _, h := range d.hosts {
 		if h != nil {
@@ -273,36 +206,4 @@ func (d *demo) cleanup() {
 		_ = os.RemoveAll(d.dir)
 	}
 	say("cleaned up: mount, mount owner and replica hosts stopped, %s removed", d.dir)
-}
-
-func mountRequest(clientFile, target string) (api.MountRequest, error) {
-	f, err := client.LoadFile(clientFile)
-	if err != nil {
-		return api.MountRequest{}, err
-	}
-	dir := filepath.Dir(clientFile)
-	ca, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
-	if err != nil {
-		return api.MountRequest{}, err
-	}
-	req := api.MountRequest{VolumeID: f.Volume, Target: target, CAPEM: string(ca), Token: f.Token,
-		CapacityBytes: 4 << 30, SingleWriter: true}
-	for _, ep := range f.Endpoints {
-		req.Endpoints = append(req.Endpoints, api.Endpoint{ID: ep.ID, Address: ep.Address, ServerName: ep.ServerName})
-	}
-	return req, nil
-}
-
-func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if time.Now().After(deadline) {
-			return errors.New("timed out")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return nil
 }
