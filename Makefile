@@ -114,6 +114,24 @@ cluster-up: images ## a 3-node local cluster from binaries built here (state in 
 cluster-down: ## remove the local cluster and everything it left on the host
 	hack/cluster/cluster-down.sh
 
+# The local cluster's state directory (hack/cluster/env.sh): cluster-up.sh writes its kubeconfig
+# and, in bin.env, the directory of the kubectl built for it.
+CLUSTER_DIR ?= $(CURDIR)/.cluster
+
+.PHONY: cluster-manifest
+cluster-manifest: $(KUSTOMIZE) ## build config/overlays/local into .cluster/manager.yaml, replaced only by a complete build
+	@set -eu; mkdir -p "$(CLUSTER_DIR)"; tmp="$(CLUSTER_DIR)/manager.yaml.tmp"; trap 'rm -f "$$tmp"' EXIT; \
+	  $(KUSTOMIZE) build config/overlays/local > "$$tmp"; \
+	  [[ -s $$tmp ]] || { echo "cluster-manifest: kustomize built nothing from config/overlays/local"; exit 1; }; \
+	  mv "$$tmp" "$(CLUSTER_DIR)/manager.yaml"; echo "cluster-manifest: $(CLUSTER_DIR)/manager.yaml"
+
+.PHONY: cluster-storage
+cluster-storage: cluster-manifest ## apply the whole product (config/overlays/local) to the running local cluster with its own kubectl
+	@set -eu; [[ -f "$(CLUSTER_DIR)/bin.env" && -f "$(CLUSTER_DIR)/admin.kubeconfig" ]] || \
+	  { echo "cluster-storage: no local cluster in $(CLUSTER_DIR): run 'make images && CLUSTER_NODES=4 hack/cluster/cluster-up.sh' first"; exit 1; }; \
+	  source "$(CLUSTER_DIR)/bin.env"; \
+	  "$$K8S/kubectl" --kubeconfig "$(CLUSTER_DIR)/admin.kubeconfig" apply --server-side -f "$(CLUSTER_DIR)/manager.yaml"
+
 .PHONY: e2e
 e2e: ## cluster-up, the qualification suites under write load, cluster-down; writes docs/qualification.md
 	hack/cluster/e2e.sh

@@ -11,7 +11,7 @@
 # the means), so that a shared machine's changing load falls on both. Odd
 # rounds run new first, even rounds old first (ABBA): on the 2-vCPU VM the
 # second binary of a pair measured slower whichever it was
-# (docs/performance.md, fifth write-path wave), so use an even ROUNDS.
+# (docs/performance.md, "Method"), so use an even ROUNDS.
 # SUB selects sub-benchmarks (a -test.bench pattern after the top-level
 # name, e.g. SUB='^write-behind$').
 #

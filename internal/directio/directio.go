@@ -2,10 +2,10 @@
 //
 // Why: on the machines this project runs on (virtual machines whose memory
 // the host backs lazily), the kernel's copy of a written byte into a new
-// page-cache page was the largest single cost of a replica host: about half
-// of its processor time, for data the host does not read back soon (the
-// journal is served from memory). docs/performance.md has the profile and
-// the A/B figures.
+// page-cache page was the largest single cost of a replica host, for data
+// the host does not read back soon (the journal is served from memory).
+// docs/performance.md ("Data-path optimisations: what each buys") has the
+// same-run figures.
 //
 // An O_DIRECT write returns only when the device has the data. That suits
 // writes an fdatasync follows anyway (the journal's appends); it does not

@@ -1,8 +1,9 @@
 package replica
 
-// The journal is bounded by bytes, not only by entries (issue 11, item 2).
-// hashicorp/raft retains and compacts by entry count while one entry may
-// carry maxEntryBytes, so three bounds are kept here:
+// The journal is bounded by bytes, not only by entries
+// (docs/replica-engine.md, "Disk and memory bounds"). hashicorp/raft retains
+// and compacts by entry count while one entry may carry maxEntryBytes, so
+// three bounds are kept here:
 //
 //   - The journal stays under JournalBytes (J). The worker checkpoints when
 //     its journal passes J/2 (raft.Snapshot, besides raft's own count

@@ -54,14 +54,14 @@ func (w *Worker) establish() {
 	w.log.Info("coordinating", "term", term, "applied", l.barrier)
 }
 
-// verifier is the read index's quorum check (seed 003: a read waits for the
-// coordinator's authority, confirmed by a quorum, and for the state applied
-// up to the commit index it saw when it arrived; no leader lease). Reads
-// share rounds: a read joins a round that has not yet started its
-// VerifyLeader, which then proves the authority held after the read
-// arrived; a read arriving while a round is under way waits for the next
-// one. Concurrent reads (the kernel's readahead sends several) therefore
-// cost one round together, not one each.
+// verifier is the read index's quorum check (docs/replica-engine.md, "Data
+// path": a read waits for the coordinator's authority, confirmed by a quorum,
+// and for the state applied up to the commit index it saw when it arrived; no
+// leader lease). Reads share rounds: a read joins a round that has not yet
+// started its VerifyLeader, which then proves the authority held after the
+// read arrived; a read arriving while a round is under way waits for the next
+// one. Concurrent reads (the kernel's readahead sends several) therefore cost
+// one round together, not one each.
 type verifier struct {
 	r       *raft.Raft
 	mu      sync.Mutex

@@ -1,7 +1,8 @@
 // Command celldsim is a test fixture for the fleet operator's qualification:
-// a small program that honours the celld runtime contract (DESIGN §5) so the
-// operator can be exercised on a real cluster under write load. It is NOT a
-// celld and implements none of celld's data model; see docs/local-cluster.md.
+// a small program that honours the celld runtime contract
+// (docs/fleet-operator.md, "Profiles") so the operator can be exercised on a
+// real cluster under write load. It is NOT a celld and implements none of
+// celld's data model; see docs/local-cluster.md.
 //
 // Configuration is celld's environment:
 //

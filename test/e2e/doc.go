@@ -1,9 +1,10 @@
 // Package e2e qualifies cellfleet's fleet operator on a real local multi-node
 // cluster (hack/cluster, docs/local-cluster.md) under continuous write load:
-// seed 000's "Qualification" list, each scenario starting from a clean fleet
-// of the celldsim test workload, each ending by reading every acknowledged
-// write back through the fleet's Service and by checking, from the API
-// server's audit log, that the operator deleted only what the scenario allows.
+// the scenarios docs/qualification.md records, each starting from a clean
+// fleet of the celldsim test workload, each ending by reading every
+// acknowledged write back through the fleet's Service and by checking, from
+// the API server's audit log, that the operator deleted only what the
+// scenario allows.
 //
 // The suites are Go tests run by `make e2e`. Without E2E=1 they skip; with
 // it, a missing cluster fails the run. Package cluster reaches the cluster,

@@ -1,7 +1,8 @@
 package e2e
 
-// Storage fault scenarios (issue 13): each runs runVolumeScenario, a fresh
-// volume under continuous writes, and injects one fault on this host.
+// Storage fault scenarios (docs/local-cluster.md, "Storage bring-up"): each
+// runs runVolumeScenario, a fresh volume under continuous writes, and injects
+// one fault on this host.
 
 import (
 	"context"
@@ -98,11 +99,11 @@ func TestStorageMountOwnerKillShowsErrorsNotWrongData(t *testing.T) {
 	})
 }
 
-// The whole NODE Pod of the consumer's node deleted (seed 003: "A whole
-// NODE Pod replacement also loses FUSE connections"): the mount owner goes
-// with it, so the application sees errors, never wrong data; the DaemonSet
-// starts a new NODE Pod, and a Pod restart remounts through unpublish/unstage
-// and reads everything acknowledged.
+// The whole NODE Pod of the consumer's node deleted (a NODE Pod replacement
+// ends the node's FUSE sessions, docs/architecture.md, "Replicated volume"):
+// the mount owner goes with it, so the application sees errors, never wrong
+// data; the DaemonSet starts a new NODE Pod, and a Pod restart remounts
+// through unpublish/unstage and reads everything acknowledged.
 func TestStorageNodePodDeletionShowsErrorsNotWrongData(t *testing.T) {
 	requirePower(t, cluster.PowerHostProcesses)
 	runVolumeScenario(t, "storage: NODE Pod of the consumer's node deleted, Pod restarted", "q-nodepod", func(s *volumeScenario) {

@@ -1,15 +1,15 @@
 package e2e
 
-// Storage healing scenarios (issue 13; docs/decisions/0006-replica-replacement.md):
-// a replica lost with its node (kubelet and replica-host stopped past
-// --replica-replacement-delay, 1m in config/overlays/local) or with its
-// backing PersistentVolume is replaced by a new replica on the spare, fourth
-// node while the volume keeps serving on the other two; the manager killed
-// mid-provision and mid-replacement converges without duplicates. Each runs
-// runVolumeScenario: a fresh volume under continuous writes, every
-// acknowledged operation read back, replica digests compared, and the
-// manager's deletions limited to the lost replica's VolumeReplica, backing
-// claim and Service.
+// Storage healing scenarios (docs/local-cluster.md, "Storage bring-up";
+// docs/decisions/0006-replica-replacement.md): a replica lost with its node
+// (kubelet and replica-host stopped past --replica-replacement-delay, 1m in
+// config/overlays/local) or with its backing PersistentVolume is replaced by
+// a new replica on the spare, fourth node while the volume keeps serving on
+// the other two; the manager killed mid-provision and mid-replacement
+// converges without duplicates. Each runs runVolumeScenario: a fresh volume
+// under continuous writes, every acknowledged operation read back, replica
+// digests compared, and the manager's deletions limited to the lost replica's
+// VolumeReplica, backing claim and Service.
 
 import (
 	"fmt"

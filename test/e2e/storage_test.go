@@ -1,10 +1,11 @@
 package e2e
 
-// Storage qualification (issue 13): a PVC of the replicated StorageClass
-// mounted in a Pod (a real FUSE mount of a 3-replica volume, real kubelet,
-// real CSI sidecars), under continuous writes, faults injected on this host,
-// every acknowledged operation read back through the volume from a fresh Pod,
-// and the replicas' state digests compared once the writers stopped.
+// Storage qualification (docs/local-cluster.md, "Storage bring-up"): a PVC of
+// the replicated StorageClass mounted in a Pod (a real FUSE mount of a
+// 3-replica volume, real kubelet, real CSI sidecars), under continuous
+// writes, faults injected on this host, every acknowledged operation read
+// back through the volume from a fresh Pod, and the replicas' state digests
+// compared once the writers stopped.
 //
 // The writer is storagesim (test/storagesim): it appends checksummed records
 // to a log (fsync after each) and creates small checksummed files (fsync of

@@ -1,10 +1,11 @@
 package v1alpha1
 
 // Labels, annotations, finalizers and scheduling gates of the celld.eric.dev
-// API, by the names seed 000 gives them. Everything the operator persists
-// besides the objects it renders is named here: the capacity history in the
-// reservation annotation, the replacement handoff record on its victim Pod
-// (seed 000, "Replacement handoff"), and the served-disk mark on a member Pod.
+// API, by the names docs/fleet-operator.md uses. Everything the operator
+// persists besides the objects it renders is named here: the capacity history
+// in the reservation annotation, the replacement handoff record on its victim
+// Pod (docs/fleet-operator.md, "The replacement handoff"), and the
+// served-disk mark on a member Pod (docs/decisions/0004-served-disk-mark.md).
 // The one other thing it persists is the per-member record in the fleet's
 // status (CelldFleetStatus.Members).
 const (

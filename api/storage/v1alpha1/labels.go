@@ -22,8 +22,8 @@ const (
 	// removed the replica's claim, Service and Secret.
 	FinalizerReplicaRelease = "storage.eric.dev/replica-release"
 	// FinalizerBackingUse is the replica host's protection of a backing claim
-	// in use (seed 003). Only the manager removes it, after the identity-bound
-	// release acknowledgement.
+	// in use (docs/replica-engine.md, "Kubernetes mode"). Only the manager
+	// removes it, after the identity-bound release acknowledgement.
 	FinalizerBackingUse = "storage.eric.dev/backing-use"
 
 	// AnnotationUnavailableSince is the volume controller's durable record,

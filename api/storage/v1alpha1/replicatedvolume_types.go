@@ -1,13 +1,14 @@
 package v1alpha1
 
 // ReplicatedVolume is the application-facing volume of the
-// replicated.storage.eric.dev driver (DESIGN.md §4, seed 003 "Provisioning
-// flow"): the manager records the immutable access mode, replica count,
-// requested capacity and backing class when CreateVolume runs, and reports
-// robustness from its VolumeReplicas. The spec is a record of provisioning
-// intent, so every field of it except a growing capacity is immutable once
-// written: changing a count or class in place would silently disagree with
-// the backing claims and Raft membership that already exist.
+// replicated.storage.eric.dev driver (docs/csi.md, "CreateVolume"; the
+// provisioning flow in docs/architecture.md, "Replicated volume"): the
+// manager records the immutable access mode, replica count, requested
+// capacity and backing class when CreateVolume runs, and reports robustness
+// from its VolumeReplicas. The spec is a record of provisioning intent, so
+// every field of it except a growing capacity is immutable once written:
+// changing a count or class in place would silently disagree with the backing
+// claims and Raft membership that already exist.
 
 import (
 	"k8s.io/apimachinery/pkg/api/resource"

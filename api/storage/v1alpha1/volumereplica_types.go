@@ -2,8 +2,9 @@ package v1alpha1
 
 // VolumeReplica is one replica of a ReplicatedVolume, created by the manager
 // in the driver's namespace and run as a worker by the replica host of its
-// node (DESIGN.md §3–4, seed 003 "Storage and routing contract"). The manager
-// writes the spec; the replica host writes the status.
+// node (docs/architecture.md, "Replicated volume";
+// docs/volume-controller.md). The manager writes the spec; the replica host
+// writes the status.
 //
 // Identity fields (volume, node, port, backing claim) never change: a replica
 // keeps its PVC, journal and Service identity for life, and a replacement is
@@ -95,7 +96,7 @@ type VolumeReplicaSpec struct {
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="spec.capacity must be greater than zero"
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0",message="spec.capacity may grow but never shrink"
 	Capacity *resource.Quantity `json:"capacity,omitempty"`
-	// --- Replacement (issue 12 item 5, docs/decisions/0006). ---
+	// --- Replacement (docs/decisions/0006-replica-replacement.md). ---
 
 	// replaces is the VolumeReplica this one replaces, set when the volume
 	// controller allocates a replacement for a permanently lost replica. A
@@ -236,7 +237,7 @@ type VolumeReplicaStatus struct {
 	// +kubebuilder:validation:MaxLength=64
 	ReleasedClaimUID string `json:"releasedClaimUID,omitempty"`
 
-	// --- Replacement (issue 12 item 5, docs/decisions/0006). ---
+	// --- Replacement (docs/decisions/0006-replica-replacement.md). ---
 
 	// members is the Raft configuration (replica names) as this replica's
 	// worker last saw it.
@@ -251,7 +252,7 @@ type VolumeReplicaStatus struct {
 	// +optional
 	Membership *MembershipOutcome `json:"membership,omitempty"`
 
-	// --- Divergence (issue 13, docs/replica-engine.md "State digests"). ---
+	// --- Divergence (docs/replica-engine.md, "State digests"). ---
 
 	// digest is the last state digest the host published for this replica:
 	// a SHA-256 of the whole replicated state at an applied command index.

@@ -15,7 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// Names and paths issue 12 item 8 and seed 003 fix.
+// Names and paths the storage half is installed with (docs/install.md, "The
+// storage half").
 const (
 	localDriver      = "local.storage.eric.dev"
 	replicatedDriver = "replicated.storage.eric.dev"
@@ -24,7 +25,8 @@ const (
 	pluginsRegistry  = "/var/lib/kubelet/plugins_registry"
 )
 
-// seedHostResources are seed 003's resource defaults of the replica host.
+// seedHostResources are the replica host's requests and limits in the NODE
+// DaemonSet (docs/install.md, "The storage half").
 var seedHostResources = corev1.ResourceRequirements{
 	Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
 	Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("768Mi")},
@@ -72,11 +74,12 @@ func volumeNamed(spec corev1.PodSpec, name string) *corev1.Volume {
 	return nil
 }
 
-// checkStorageHalf asserts what issue 12 item 8 installs, on the objects of a
-// chart rendering or a kustomize build: the manager's CSI controller socket
-// shared with its csi-provisioner and csi-resizer sidecars; the NODE
-// DaemonSet in the storage namespace with the seed's propagation, resources
-// and downward-API environment; both CSIDrivers; both StorageClasses.
+// checkStorageHalf asserts what the storage half installs (docs/install.md,
+// "The storage half"), on the objects of a chart rendering or a kustomize
+// build: the manager's CSI controller socket shared with its csi-provisioner
+// and csi-resizer sidecars; the NODE DaemonSet in the storage namespace with
+// the documented propagation, resources and downward-API environment; both
+// CSIDrivers; both StorageClasses.
 func checkStorageHalf(t *testing.T, objs []object, storageNS string) {
 	t.Helper()
 	var manager appsv1.Deployment
@@ -243,9 +246,9 @@ func checkNodeDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
 	if root, _ := flagValue(host.Args, "consumer-mount-root"); root != consumer {
 		t.Errorf("replica-host must read publications at csi-node's --consumer-mount-root=%s; it has -consumer-mount-root=%q", consumer, root)
 	}
-	// The host asks the local driver for each publication (seed 003: no
-	// synthetic kubelet Pod paths): it dials csi-node's own endpoint, whose
-	// host directory it mounts at the same path.
+	// The host asks the local driver for each publication (docs/csi.md, "How
+	// the replica host asks for the publication"): it dials csi-node's own
+	// endpoint, whose host directory it mounts at the same path.
 	localEP, _ := flagValue(local.Args, "endpoint")
 	if ep, _ := flagValue(host.Args, "local-csi-endpoint"); ep == "" || ep != localEP {
 		t.Errorf("replica-host must be started with -local-csi-endpoint=%s (the local driver's --endpoint); got %q", localEP, ep)

@@ -9,10 +9,11 @@ import (
 	"google.golang.org/grpc/codes"
 )
 
-// TestExclusivePublicationBlocksOthersUntilUnpublished walks the contract
-// of seed 003: publication beneath the consumer root is exclusive, blocks
-// ordinary publication and deletion, survives a restart, and after normal
-// unpublication everything works again.
+// TestExclusivePublicationBlocksOthersUntilUnpublished walks the contract of
+// docs/csi.md, "Consumer mount root: exclusive publication": publication
+// beneath the consumer root is exclusive, blocks ordinary publication and
+// deletion, survives a restart, and after normal unpublication everything
+// works again.
 func TestExclusivePublicationBlocksOthersUntilUnpublished(t *testing.T) {
 	f := newFixture(t)
 	id := f.create(t, "backing-r0")

@@ -1,9 +1,9 @@
 // Package publication owns exclusive publication beneath the consumer mount
-// root (seed 003, "Storage and routing contract"): the durable records that
-// say which holder has a backing volume published there, the dedicated
-// publication lock that keeps a second supervisor off the same root, and
-// WaitForBind, which a consumer (the replica host) calls to wait until the
-// bind is visible in its own mount namespace.
+// root (docs/csi.md, "Consumer mount root: exclusive publication"): the
+// durable records that say which holder has a backing volume published there,
+// the dedicated publication lock that keeps a second supervisor off the same
+// root, and WaitForBind, which a consumer (the replica host) calls to wait
+// until the bind is visible in its own mount namespace.
 //
 // A record is written and fsynced (file and directory) before the mount is
 // made and removed only after the unmount, so after any crash either the

@@ -4,14 +4,15 @@
 //
 // hashicorp/raft's NetworkTransport encodes every entry's payload through
 // msgpack on the coordinator and decodes it on each follower into a fresh
-// buffer per entry; on the 1 MiB write path that was a quarter of the
-// processor time (docs/performance.md). Here the request's header fields and
-// each entry's fixed fields are fixed-width integers, followed by the
-// entries' Data and Extensions verbatim: the coordinator writes them from the
-// entries' own buffers, a follower reads them straight into one buffer sized
-// once per request. Every other RPC (votes, pre-votes, snapshots, timeout-now)
-// and every response keeps raft's msgpack encoding: they are small or, for
-// snapshots, a stream after a small header.
+// buffer per entry, a large share of the 1 MiB write path's processor time
+// (docs/performance.md, "Data-path optimisations: what each buys"). Here the
+// request's header fields and each entry's fixed fields are fixed-width
+// integers, followed by the entries' Data and Extensions verbatim: the
+// coordinator writes them from the entries' own buffers, a follower reads
+// them straight into one buffer sized once per request. Every other RPC
+// (votes, pre-votes, snapshots, timeout-now) and every response keeps raft's
+// msgpack encoding: they are small or, for snapshots, a stream after a small
+// header.
 //
 // Every connection opens with one version byte each way (frame.go), so a
 // replica running raft's NetworkTransport, or a later version of this one,

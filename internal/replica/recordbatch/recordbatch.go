@@ -3,13 +3,13 @@
 //
 // crypto/tls seals at most 16 KiB per record and hands each record to the
 // connection beneath it at once, so a 1 MiB frame costs 64 write system
-// calls and as many TCP pushes, and wakes the reader up to 64 times. That
-// was about 12 % of the processor time of each TLS link on the 1 MiB
-// paths (docs/performance.md, "TLS records sent together"). Wrap puts a
-// connection beneath crypto/tls that, while a Batch runs, keeps the sealed
-// records in a pooled buffer and writes them together when the batch ends
-// or the buffer fills. Outside a batch it passes every write straight
-// through, so the handshake, alerts and small writes behave as before.
+// calls and as many TCP pushes, and wakes the reader up to 64 times (what
+// batching them buys: docs/performance.md, "Data-path optimisations: what
+// each buys"). Wrap puts a connection beneath crypto/tls that, while a
+// Batch runs, keeps the sealed records in a pooled buffer and writes them
+// together when the batch ends or the buffer fills. Outside a batch it
+// passes every write straight through, so the handshake, alerts and small
+// writes behave as before.
 //
 // Nothing is sealed or parsed here: the records are crypto/tls's, whole and
 // in order, and the buffer only changes how many system calls carry them.

@@ -6,10 +6,10 @@ import (
 )
 
 // A write call is almost all data, and its log entry carries the same
-// operations with another header: the coordinator re-encoded each call into
-// a new entry buffer, one more allocation and copy of every written byte
-// (the third biggest taker of fresh pages in the hosts of the 1 MiB write
-// profile, docs/performance.md). A call read with ReadCallFrame has room in
+// operations with another header: the coordinator re-encoded each call into a
+// new entry buffer, one more allocation and copy of every written byte (what
+// building the entry in place buys: docs/performance.md, "Data-path
+// optimisations: what each buys"). A call read with ReadCallFrame has room in
 // front for the entry's longer header, and EntryInPlace writes that header
 // over the call's when the operations encode as the client sent them.
 

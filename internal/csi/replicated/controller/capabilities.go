@@ -9,13 +9,14 @@ import (
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 )
 
-// Access modes. A replicated volume is written through one mount session at
-// a time (DESIGN.md §3: single-writer mounts hold a fencing epoch), so only
-// the single-node modes are served. Kubernetes sends SINGLE_NODE_WRITER, or
-// SINGLE_NODE_MULTI_WRITER when the driver advertises it (this one does, as
-// its node plugin does), for ReadWriteOnce, and SINGLE_NODE_SINGLE_WRITER for
-// ReadWriteOncePod. SINGLE_NODE_READER_ONLY is a read-only mount on one node
-// and is honoured by any ReadWriteOnce volume. Multi-node modes are refused.
+// Access modes. A replicated volume is written through one mount session at a
+// time (single-writer mounts hold a fencing epoch, docs/fuse.md, "Fencing"),
+// so only the single-node modes are served. Kubernetes sends
+// SINGLE_NODE_WRITER, or SINGLE_NODE_MULTI_WRITER when the driver advertises
+// it (this one does, as its node plugin does), for ReadWriteOnce, and
+// SINGLE_NODE_SINGLE_WRITER for ReadWriteOncePod. SINGLE_NODE_READER_ONLY is
+// a read-only mount on one node and is honoured by any ReadWriteOnce volume.
+// Multi-node modes are refused.
 
 // singleNodeModes are the single-node modes a ReadWriteOnce volume serves.
 var singleNodeModes = map[csi.VolumeCapability_AccessMode_Mode]bool{

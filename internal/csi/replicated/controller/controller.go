@@ -1,7 +1,8 @@
 // Package controller is the Controller service of the
 // replicated.storage.eric.dev CSI driver, served by the manager on a unix
-// socket behind the csi-provisioner sidecar (DESIGN.md §1 and §4, seed 003
-// "Provisioning flow").
+// socket behind the csi-provisioner sidecar (docs/csi.md, "The replicated
+// driver's controller"; the provisioning flow in docs/architecture.md,
+// "Replicated volume").
 //
 // It translates CSI calls into ReplicatedVolume intent and waits on the
 // volume controller's report; it never places replicas, writes trust or

@@ -14,14 +14,14 @@ import (
 //
 // The delete is bound to the UID read just before it, so it can only ever
 // remove the volume this call looked at, never a later one of the same name.
-// It carries no resourceVersion precondition: the decision to delete does
-// not depend on the volume's state, and the volume controller's constant
-// status writes would otherwise refuse it again and again. The object then
-// stays, Deleting, while the volume controller's finalizer closes workers,
-// waits for the hosts' release acknowledgements and reclaims the backing
-// storage (seed 003); until it is gone this answers ABORTED, and an API that
-// answers ambiguously leaves storage preserved because nothing here deletes
-// anything but the ReplicatedVolume itself.
+// It carries no resourceVersion precondition: the decision to delete does not
+// depend on the volume's state, and the volume controller's constant status
+// writes would otherwise refuse it again and again. The object then stays,
+// Deleting, while the volume controller's finalizer closes workers, waits for
+// the hosts' release acknowledgements and reclaims the backing storage
+// (docs/volume-controller.md, "Deletion"); until it is gone this answers
+// ABORTED, and an API that answers ambiguously leaves storage preserved
+// because nothing here deletes anything but the ReplicatedVolume itself.
 func (c *Controller) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {
 	id := req.GetVolumeId()
 	if id == "" {

@@ -21,7 +21,8 @@ import (
 // volumeAttributes): the replicas' worker endpoints and the capacity. It is
 // written once, when the volume first is Ready, so it is the mount's first
 // endpoint list; the mount follows "not coordinator, try X" answers from the
-// workers themselves when membership later changes (DESIGN.md §3).
+// workers themselves when membership later changes (docs/replica-engine.md,
+// "Client (for the FUSE mount owner)").
 //
 // Each replica's address is its replica Service, as the volume controller
 // lists it in the other replicas' spec.peers (the Service DNS name is also

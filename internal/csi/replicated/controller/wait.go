@@ -54,7 +54,8 @@ func (c *Controller) awaitVolume(ctx context.Context, id, rpc string, done settl
 }
 
 // servesWithQuorum: the volume controller placed every replica and a
-// coordinator serves with a quorum (DESIGN.md §4: CreateVolume returns then).
+// coordinator serves with a quorum (docs/csi.md, "CreateVolume": it returns
+// then).
 func servesWithQuorum(rv *storagev1alpha1.ReplicatedVolume) (bool, string) {
 	if rv == nil {
 		return false, "gone: it was deleted while being created"

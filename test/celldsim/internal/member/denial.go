@@ -1,14 +1,14 @@
 package member
 
-// The startup-denial marker (issue 15, the v0.0.5 upgrade): the v0.0.5
-// launcher retired a member by stopping it and writing, on its disk, a marker
-// naming that exact Pod's UID, so the retired Pod could not start again while
-// a new Pod (a new UID) may reuse the disk. celldsim honours a marker of its
-// own with the same meaning: DenialName in CELLD_WATCH holds one Pod UID;
-// celldsim refuses to start when it names its own Pod UID, and starts, on the
-// disk and its records, under any other UID. When a marker is present and
-// celldsim cannot tell its own Pod UID, it refuses too: it cannot show that it
-// is not the retired Pod.
+// The startup-denial marker (docs/fleet-operator.md, "Migration from v0.0.5
+// and the 0023 controller"): the v0.0.5 launcher retired a member by stopping
+// it and writing, on its disk, a marker naming that exact Pod's UID, so the
+// retired Pod could not start again while a new Pod (a new UID) may reuse the
+// disk. celldsim honours a marker of its own with the same meaning:
+// DenialName in CELLD_WATCH holds one Pod UID; celldsim refuses to start when
+// it names its own Pod UID, and starts, on the disk and its records, under
+// any other UID. When a marker is present and celldsim cannot tell its own
+// Pod UID, it refuses too: it cannot show that it is not the retired Pod.
 
 import (
 	"bufio"

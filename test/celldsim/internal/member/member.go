@@ -1,5 +1,6 @@
 // Package member is celldsim's member: a test fixture that honours the celld
-// runtime contract the fleet operator relies on (DESIGN §5), not a celld.
+// runtime contract the fleet operator relies on (docs/fleet-operator.md,
+// "Profiles"), not a celld.
 //
 //   - It recovers its state before it reports healthy: it replays its record
 //     log, and on a fresh disk (no identity file) it first copies every record
