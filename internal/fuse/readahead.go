@@ -28,8 +28,9 @@ const ReadAheadWindow = 8 << 20
 // sequential reader may hold ahead of itself).
 const maxReadAheadWindow = 64 << 20
 
-// bdiRoot is where the kernel lists backing devices.
-const bdiRoot = "/sys/class/bdi"
+// bdiRoot is where the kernel lists backing devices (a variable: a test
+// points it where the write is refused).
+var bdiRoot = "/sys/class/bdi"
 
 // SetReadAheadWindow sets the readahead window of the FUSE mount at target to
 // bytes.
