@@ -14,7 +14,7 @@ import (
 // The fault kinds, drawn with equal odds from the seed. Each is applied and
 // undone before the next one starts.
 var allFaults = []string{
-	"kill-host",        // kill -9 of one host, restarted 1-5 s later
+	"kill-host",        // kill -9 of one host, restarted 1-5 s later (--down-min, --down-max)
 	"kill-two-hosts",   // kill -9 of two hosts at once (quorum lost), restarted 1-5 s later
 	"kill-coordinator", // kill -9 of the coordinator's host, restarted 1-5 s later
 	// kill -9 of two hosts for 32-40 s: past the client's 30 s retry
@@ -119,7 +119,7 @@ func (n *nemesis) inject(ctx context.Context, rng *rand.Rand, kind string) (stri
 				return detail, fatalError{fmt.Errorf("power cut of r%d's disk: %w", victim, err)}
 			}
 		}
-		down := between(rng, time.Second, 5*time.Second)
+		down := between(rng, n.opt.downMin, n.opt.downMax)
 		sleep(ctx, down)
 		return detail + fmt.Sprintf(", restarted after %v", down.Round(time.Millisecond)), restart(victim)
 	case "kill-two-hosts", "quorum-loss-long":
@@ -127,7 +127,7 @@ func (n *nemesis) inject(ctx context.Context, rng *rand.Rand, kind string) (stri
 		b := (a + 1 + rng.IntN(replicas-1)) % replicas
 		c.kill(a)
 		c.kill(b)
-		down := between(rng, time.Second, 5*time.Second)
+		down := between(rng, n.opt.downMin, n.opt.downMax)
 		if kind == "quorum-loss-long" {
 			down = between(rng, 32*time.Second, 40*time.Second)
 		}

@@ -36,6 +36,7 @@ type options struct {
 	faults            string
 	injectLoss        bool
 	gapMin, gapMax    time.Duration
+	downMin, downMax  time.Duration
 }
 
 func main() {
@@ -53,6 +54,8 @@ func main() {
 	flag.StringVar(&o.faults, "faults", "", "comma-separated fault kinds to draw from (default: all; see faults.go)")
 	flag.DurationVar(&o.gapMin, "gap-min", 3*time.Second, "shortest wait between one fault healed and the next (a kind named twice in --faults is drawn twice as often)")
 	flag.DurationVar(&o.gapMax, "gap-max", 8*time.Second, "longest wait between faults")
+	flag.DurationVar(&o.downMin, "down-min", time.Second, "shortest time a killed host stays down (kill-host, kill-two-hosts, kill-coordinator, power-cut)")
+	flag.DurationVar(&o.downMax, "down-max", 5*time.Second, "longest time a killed host stays down")
 	flag.BoolVar(&o.injectLoss, "inject-loss", false, "self-test of the checker: before verifying, zero one acknowledged append record and empty one acknowledged created file through the mount; the run must then report both")
 	flag.Parse()
 	if o.seed == 0 {
@@ -67,8 +70,8 @@ func main() {
 	if o.summary == "" {
 		o.summary = filepath.Join(filepath.Dir(abs), "chaos-summary.json")
 	}
-	if o.gapMin <= 0 || o.gapMax <= o.gapMin {
-		fmt.Fprintln(os.Stderr, "chaos: --gap-min must be positive and below --gap-max")
+	if o.gapMin <= 0 || o.gapMax <= o.gapMin || o.downMin < 0 || o.downMax <= o.downMin {
+		fmt.Fprintln(os.Stderr, "chaos: --gap-min and --down-min must be positive and below --gap-max and --down-max")
 		os.Exit(2)
 	}
 	kinds, err := parseFaults(o.faults)
