@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/cellfleet/cellfleet/hack/internal/localvolume"
@@ -26,30 +24,18 @@ type cluster struct {
 	bin     string
 	gen     standalone.Generated
 	status  []string // status listeners (readyz)
-	hosts   []*exec.Cmd
+	hosts   *localvolume.Hosts
 	disks   []*disk
 	proxies map[[2]int]*proxy // [from, to]
 }
 
 func (c *cluster) setup(diskMiB int) error {
-	ports, err := standalone.FreePortRange(replicas)
+	var err error
+	c.gen, err = localvolume.Generate(filepath.Join(c.dir, "volume"), "chaos", 4<<30)
 	if err != nil {
 		return err
 	}
-	status, err := standalone.FreePortRange(replicas)
-	if err != nil {
-		return err
-	}
-	// Fast-ish raft timing, as the demo: failovers within a second, so a
-	// fault every few seconds exercises many of them.
-	c.gen, err = standalone.Generate(standalone.GenerateOptions{Dir: filepath.Join(c.dir, "volume"), Volume: "chaos",
-		Replicas: replicas, BasePort: ports, StatusBasePort: status, Capacity: 4 << 30,
-		Timing: replica.Timing{HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
-			LeaderLeaseTimeout: 250 * time.Millisecond}})
-	if err != nil {
-		return fmt.Errorf("generate the volume: %w", err)
-	}
-	c.hosts = make([]*exec.Cmd, replicas)
+	c.hosts = &localvolume.Hosts{Dir: c.dir, Bin: c.bin, Gen: c.gen}
 	c.proxies = map[[2]int]*proxy{}
 	var real []replica.Peer
 	for i := range replicas {
@@ -104,36 +90,14 @@ func peerIndex(peers []replica.Peer, id string) int {
 }
 
 func (c *cluster) start(i int) error {
-	if c.hosts[i] != nil {
-		return nil
-	}
-	cmd, err := localvolume.Start(c.dir, fmt.Sprintf("replica-host-r%d", i), filepath.Join(c.bin, "replica-host"),
-		"-config", c.gen.HostFiles[i], "-log-level", "warn",
-		// The admin socket defaults to the state directory, which is on the
-		// power-cut filesystem: FUSE cannot hold a unix socket.
-		"-admin-socket", filepath.Join(c.dir, fmt.Sprintf("admin-r%d.sock", i)))
-	if err != nil {
-		return err
-	}
-	c.hosts[i] = cmd
-	return nil
+	// The admin socket defaults to the state directory, which is on the
+	// power-cut filesystem: FUSE cannot hold a unix socket.
+	return c.hosts.Start(i, "-admin-socket", filepath.Join(c.dir, fmt.Sprintf("admin-r%d.sock", i)))
 }
 
-// kill sends SIGKILL and reaps.
-func (c *cluster) kill(i int) {
-	if p := c.hosts[i]; p != nil {
-		_ = p.Process.Signal(syscall.SIGKILL)
-		_ = p.Wait()
-		c.hosts[i] = nil
-	}
-}
+func (c *cluster) kill(i int) { c.hosts.Kill(i) }
 
-func (c *cluster) pid(i int) int {
-	if c.hosts[i] == nil {
-		return 0
-	}
-	return c.hosts[i].Process.Pid
-}
+func (c *cluster) pid(i int) int { return c.hosts.PID(i) }
 
 // ready asks host i's /readyz: every worker serves as a member.
 func (c *cluster) ready(ctx context.Context, i int) bool {
@@ -192,9 +156,7 @@ func (c *cluster) healAll() {
 }
 
 func (c *cluster) shutdown() {
-	for i := range c.hosts {
-		c.kill(i)
-	}
+	c.hosts.Stop()
 	for _, px := range c.proxies {
 		px.close()
 	}

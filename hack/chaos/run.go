@@ -121,7 +121,7 @@ func (n *nemesis) restartAll(ctx context.Context) error {
 		return nil
 	}
 	for i := range replicas {
-		if n.cl.hosts[i] != nil && !n.cl.ready(ctx, i) {
+		if n.cl.pid(i) != 0 && !n.cl.ready(ctx, i) {
 			say("r%d is running but not ready: kill -9 and restart", i)
 			n.cl.kill(i)
 		}

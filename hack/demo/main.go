@@ -14,14 +14,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/cellfleet/cellfleet/hack/internal/localvolume"
-	"github.com/cellfleet/cellfleet/internal/replica"
 	"github.com/cellfleet/cellfleet/internal/replica/standalone"
 )
 
@@ -54,7 +52,7 @@ type demo struct {
 	bin         string
 	files, size int
 	dir, target string
-	hosts       []*exec.Cmd
+	hosts       *localvolume.Hosts
 	owner       *localvolume.Owner
 }
 
@@ -78,28 +76,16 @@ func (d *demo) run(ctx context.Context, dir string) error {
 		return err
 	}
 	say("generating a volume of 3 replicas (its own CA, certificates, bearer token) in %s", abs)
-	base, err := standalone.FreePortRange(3)
+	g, err := localvolume.Generate(filepath.Join(abs, "volume"), "demo", 4<<30)
 	if err != nil {
 		return err
 	}
-	status, err := standalone.FreePortRange(3)
-	if err != nil {
-		return err
-	}
-	g, err := standalone.Generate(standalone.GenerateOptions{Dir: filepath.Join(abs, "volume"), Volume: "demo", Replicas: 3,
-		BasePort: base, StatusBasePort: status, Capacity: 4 << 30,
-		Timing: replica.Timing{HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
-			LeaderLeaseTimeout: 250 * time.Millisecond}})
-	if err != nil {
-		return err
-	}
-	for i, f := range g.HostFiles {
-		cmd, err := localvolume.Start(abs, fmt.Sprintf("replica-host-r%d", i), filepath.Join(d.bin, "replica-host"), "-config", f, "-log-level", "warn")
-		if err != nil {
+	d.hosts = &localvolume.Hosts{Dir: abs, Bin: d.bin, Gen: g}
+	for i := range g.HostFiles {
+		if err := d.hosts.Start(i); err != nil {
 			return err
 		}
-		d.hosts = append(d.hosts, cmd)
-		say("replica-host r%d started (pid %d, worker on 127.0.0.1:%d)", i, cmd.Process.Pid, base+i)
+		say("replica-host r%d started (pid %d)", i, d.hosts.PID(i))
 	}
 	d.target = filepath.Join(abs, "mnt")
 	d.owner = &localvolume.Owner{Dir: abs, Bin: d.bin, Target: d.target, ClientFile: g.ClientFile, Capacity: 4 << 30, Node: "demo-node"}
@@ -120,10 +106,8 @@ func (d *demo) run(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	say("the coordinator is replica r%d (pid %d): kill -9", victim, d.hosts[victim].Process.Pid)
-	_ = d.hosts[victim].Process.Signal(syscall.SIGKILL)
-	_ = d.hosts[victim].Wait()
-	d.hosts[victim] = nil
+	say("the coordinator is replica r%d (pid %d): kill -9", victim, d.hosts.PID(victim))
+	d.hosts.Kill(victim)
 	say("r%d is dead; the mount follows the new coordinator with the same retry identity", victim)
 	if err := d.write(ctx, "after", sums); err != nil {
 		return err
@@ -196,11 +180,8 @@ func (d *demo) cleanup() {
 	if d.owner != nil {
 		d.owner.Stop()
 	}
-	for _, h := range d.hosts {
-		if h != nil {
-			_ = h.Process.Signal(syscall.SIGKILL)
-			_ = h.Wait()
-		}
+	if d.hosts != nil {
+		d.hosts.Stop()
 	}
 	if d.dir != "" {
 		_ = os.RemoveAll(d.dir)
