@@ -8,11 +8,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cellfleet/cellfleet/hack/internal/localvolume"
 )
 
 // These tests run the checker against real files in a temporary directory
 // standing in for the mount. The volume is written with the workload's own
-// helpers (setup, pwrite, createOne, writeSynced, syncDir, the content
+// helpers (setup, pwrite, createOne, localvolume.WriteFileSync, syncDir, the content
 // functions) and the ledger is written and read back through the ledger
 // code, so a change of layout, content or encoding in the workload cannot
 // leave the tests checking something the workload no longer does.
@@ -175,7 +177,7 @@ func (s *sim) rename(k int, o outcome) uint64 {
 		return v
 	}
 	tmp := s.path(fmt.Sprintf("r/tmp%d", k))
-	s.must(writeSynced(tmp, fileContent(name, renameSize, v)))
+	s.must(localvolume.WriteFileSync(tmp, fileContent(name, renameSize, v)))
 	s.must(os.Rename(tmp, s.path(name)))
 	s.must(syncDir(s.path("r")))
 	if o == failedLanded {
@@ -317,7 +319,7 @@ func baseline(t *testing.T) *sim {
 	s.rename(3, acked)
 	s.renVer[3]++
 	s.add(event{Kind: "rename", Phase: "try", Name: "r/t3", Ver: s.renVer[3]})
-	s.must(writeSynced(s.path("r/tmp3"), fileContent("r/t3", renameSize, s.renVer[3])))
+	s.must(localvolume.WriteFileSync(s.path("r/tmp3"), fileContent("r/t3", renameSize, s.renVer[3])))
 	s.fail("rename")
 
 	// t/f0: shrunk, then grown past its initial size; t/f1: cut to 0 (a

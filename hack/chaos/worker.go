@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cellfleet/cellfleet/hack/internal/localvolume"
 )
 
 // worker is the workload process: a program that writes with fsync, and
@@ -112,17 +114,17 @@ func (w *worker) setup() error {
 	for s := range overwriteSlots {
 		ow = append(ow, overwriteRecord(s, 0)...)
 	}
-	if err := writeSynced(filepath.Join(w.mnt, "ow"), ow); err != nil {
+	if err := localvolume.WriteFileSync(filepath.Join(w.mnt, "ow"), ow); err != nil {
 		return err
 	}
 	for k := range truncFiles {
 		name := fmt.Sprintf("t/f%d", k)
-		if err := writeSynced(filepath.Join(w.mnt, name), fileContent(name, truncInitial, 0)); err != nil {
+		if err := localvolume.WriteFileSync(filepath.Join(w.mnt, name), fileContent(name, truncInitial, 0)); err != nil {
 			return err
 		}
 	}
 	for k := range registers {
-		if err := writeSynced(filepath.Join(w.mnt, fmt.Sprintf("reg/%d", k)), make([]byte, 8)); err != nil {
+		if err := localvolume.WriteFileSync(filepath.Join(w.mnt, fmt.Sprintf("reg/%d", k)), make([]byte, 8)); err != nil {
 			return err
 		}
 	}
@@ -132,22 +134,6 @@ func (w *worker) setup() error {
 		}
 	}
 	return nil
-}
-
-func writeSynced(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 func syncDir(path string) error {

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+
+	"github.com/cellfleet/cellfleet/hack/internal/localvolume"
 )
 
 // appender appends 4 KiB records with pwrite at the next offset, each
@@ -89,19 +91,7 @@ func (w *worker) creator(ctx context.Context, _ *rand.Rand) {
 }
 
 func createOne(path string, data []byte, dir bool) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := localvolume.CreateFileSync(path, data); err != nil {
 		return err
 	}
 	if dir {
@@ -148,7 +138,7 @@ func (w *worker) renamer(ctx context.Context, rng *rand.Rand) {
 		name := fmt.Sprintf("r/t%d", k)
 		w.led.add(event{Kind: "rename", Phase: "try", Name: name, Ver: ver[k]})
 		tmp := filepath.Join(w.mnt, fmt.Sprintf("r/tmp%d", k))
-		if err := writeSynced(tmp, fileContent(name, renameSize, ver[k])); err != nil {
+		if err := localvolume.WriteFileSync(tmp, fileContent(name, renameSize, ver[k])); err != nil {
 			w.fail(ctx, "rename-write", err)
 			continue
 		}

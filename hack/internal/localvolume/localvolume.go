@@ -76,10 +76,20 @@ func MountRequest(clientFile, target string, capacity uint64) (api.MountRequest,
 	return req, nil
 }
 
-// WriteFileSync writes data to a new file at path, fsyncs and closes it:
-// committed on a quorum once it returns (docs/fuse.md, "Semantics").
+// WriteFileSync writes data to the file at path, made or emptied, fsyncs
+// and closes it: committed on a quorum once it returns (docs/fuse.md,
+// "Semantics").
 func WriteFileSync(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	return writeSync(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, data)
+}
+
+// CreateFileSync is WriteFileSync of a file that must not exist yet.
+func CreateFileSync(path string, data []byte) error {
+	return writeSync(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, data)
+}
+
+func writeSync(path string, flag int, data []byte) error {
+	f, err := os.OpenFile(path, flag, 0o644)
 	if err != nil {
 		return err
 	}
