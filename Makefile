@@ -161,6 +161,14 @@ bench-gluster: ## make bench-fuse with GlusterFS replica 3 on this disk as a fur
 	@set -e; trap 'hack/gluster-bench.sh down' EXIT; eval "$$(hack/gluster-bench.sh up)"; \
 	  go test -run '^$$' -bench '$(or $(BENCH),.)' -benchtime $(or $(BENCHTIME),1x) -count=1 -timeout 90m ./internal/fuse/
 
+.PHONY: bench-fio
+bench-fio: ## the replica store's sustained workloads with fio on the mount, GlusterFS replica 3 and the raw directory in one run (hack/fiobench; root, installs fio and glusterfs-server; FIO_ARGS)
+	@command -v fio >/dev/null || { echo "installing fio (Debian)"; \
+	  apt-get -o DPkg::Lock::Timeout=120 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120 install -y -qq fio >/dev/null; }
+	go build -o $(BIN)/ ./cmd/replica-host ./cmd/csi-node ./hack/fiobench
+	@set -e; trap 'hack/gluster-bench.sh down' EXIT; eval "$$(hack/gluster-bench.sh up)"; \
+	  $(BIN)/fiobench --bin $(BIN) --dir $(CURDIR)/.fiobench $(FIO_ARGS)
+
 ##@ Helm chart (docs/install.md, "Helm")
 HELM := $(BIN)/helm
 # helm's own release build stamps its version and the Kubernetes version of its
