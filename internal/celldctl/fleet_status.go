@@ -69,6 +69,7 @@ type fleetReport struct {
 	// allowed only in the namespace may not read cluster-scoped objects).
 	reservationErr error
 	events         []corev1.Event
+	zones          map[string]string // zone by node name, "" when unknown
 }
 
 func gatherFleet(ctx context.Context, c client.Reader, namespace, name string) (*fleetReport, error) {
@@ -105,10 +106,13 @@ func gatherFleet(ctx context.Context, c client.Reader, namespace, name string) (
 			return nil, fmt.Errorf("get the reservation of bucket %q: %w", bucket, err)
 		}
 	}
+	var err error
+	if r.zones, err = gatherZones(ctx, c, r.members); err != nil {
+		return nil, fmt.Errorf("zones of the members of %s %q in namespace %q: %w", kindFleet, name, namespace, err)
+	}
 	sort.Slice(r.members, func(i, j int) bool { return r.members[i].Name < r.members[j].Name })
 	sort.Slice(r.claims, func(i, j int) bool { return r.claims[i].Name < r.claims[j].Name })
 	sort.Slice(r.holds, func(i, j int) bool { return r.holds[i].Name < r.holds[j].Name })
-	var err error
 	if r.events, err = eventsAbout(ctx, c, r.about()...); err != nil {
 		return nil, fmt.Errorf("events of %s %q in namespace %q: %w", kindFleet, name, namespace, err)
 	}
@@ -210,18 +214,21 @@ func (r *fleetReport) membersTable(now time.Time) *metav1.Table {
 	for i := range r.claims {
 		claims[r.claims[i].Name] = &r.claims[i]
 	}
-	t := newTable(column{name: "Name"}, column{name: "Node"}, column{name: "Phase"}, column{name: "Ready"},
-		column{name: "Restarts"}, column{name: "Disk"}, column{name: "Disk Phase"}, column{name: "IP", wide: true},
+	t := newTable(column{name: "Name"}, column{name: "Node"}, column{name: "Zone"}, column{name: "Phase"}, column{name: "Ready"},
+		column{name: "Restarts"}, column{name: "Revision"}, column{name: "Down Since"}, column{name: "Replacement Due"},
+		column{name: "Disk"}, column{name: "Disk Phase"}, column{name: "Disk Served"}, column{name: "IP", wide: true},
 		column{name: "Image", wide: true}, column{name: "Age"})
 	for i := range r.members {
 		p := &r.members[i]
 		disk, diskPhase := "-", "-"
+		var claim *corev1.PersistentVolumeClaim
 		if r.fleet.Spec.Profile == celldv1alpha1.ProfilePersistentFleet {
 			disk, diskPhase = claimPrefix+"-"+p.Name, "missing"
 			if c, ok := claims[disk]; ok {
-				diskPhase = string(c.Status.Phase)
+				diskPhase, claim = string(c.Status.Phase), c
 			}
 		}
+		h := r.healthOf(p, claim, now)
 		node := p.Spec.NodeName
 		if node == "" {
 			node = "<unscheduled>"
@@ -230,8 +237,8 @@ func (r *fleetReport) membersTable(now time.Time) *metav1.Table {
 		if p.DeletionTimestamp != nil {
 			phase = "Terminating"
 		}
-		addRow(t, p, p.Name, node, phase, fmt.Sprint(podReady(p)), fmt.Sprint(restarts(p)), disk, diskPhase,
-			orNone(p.Status.PodIP), memberImage(p), age(p.CreationTimestamp.Time, now))
+		addRow(t, p, p.Name, node, h.zone, phase, fmt.Sprint(podReady(p)), fmt.Sprint(restarts(p)), h.revision, h.downSince, h.due,
+			disk, diskPhase, h.served, orNone(p.Status.PodIP), memberImage(p), age(p.CreationTimestamp.Time, now))
 	}
 	return t
 }

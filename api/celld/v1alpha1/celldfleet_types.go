@@ -238,6 +238,13 @@ type MemberStatus struct {
 	// or configuration is not time down on another.
 	// +optional
 	DownRevision string `json:"downRevision,omitempty"`
+
+	// replacementDue is when the operator will replace this down member on a
+	// fresh disk if it has not come back by then; absent while it is Ready or
+	// while a rule of self-healing keeps its disk (the Healing condition says
+	// which). It is derived on each reconcile, never read back.
+	// +optional
+	ReplacementDue *metav1.Time `json:"replacementDue,omitempty"`
 }
 
 // CelldFleet is a fleet of the celld runtime.

@@ -104,9 +104,33 @@ const (
 	// ReasonForceDeletedStranded: a member Pod left on a node that no longer
 	// answers was force-deleted; the member keeps its disk.
 	ReasonForceDeletedStranded ConditionReason = "ForceDeletedStranded"
-	// ReasonNoMemberToHeal: every member can come back on its own, or waits
-	// within a rule of self-healing (the message says which).
+	// ReasonNoMemberToHeal: every member is Ready.
 	ReasonNoMemberToHeal ConditionReason = "NoMemberToHeal"
+	// ReasonMemberAwaitingReplacement: one member is down and will be
+	// replaced at the time the message names (and status.members records as
+	// replacementDue) unless it comes back first.
+	ReasonMemberAwaitingReplacement ConditionReason = "MemberAwaitingReplacement"
+	// ReasonMembersDown: more than one member is down; none is replaced until
+	// only one is, since either disk may hold the only copy of some writes.
+	ReasonMembersDown ConditionReason = "MembersDown"
+	// ReasonMemberWaitingOnConfiguration: the down member waits on its image
+	// or configuration (or a scheduling gate); a fresh disk would not help.
+	ReasonMemberWaitingOnConfiguration ConditionReason = "MemberWaitingOnConfiguration"
+	// ReasonMemberWaitingOnRevision: the down member has never been Ready on
+	// its current revision after it was Ready on an earlier one; it keeps its
+	// disk (Blocked/RevisionNotReady after the replacement delay).
+	ReasonMemberWaitingOnRevision ConditionReason = "MemberWaitingOnRevision"
+	// ReasonReplacementWaitingOnScheduler: a member is due for a fresh disk,
+	// which waits until the StatefulSet has observed its spec and the
+	// scheduler has placed, or found no node for, every other member.
+	ReasonReplacementWaitingOnScheduler ConditionReason = "ReplacementWaitingOnScheduler"
+	// ReasonDiskNeverServed: the down member runs on a disk created for its
+	// current Pod that it has never been Ready on; a fresh disk would not help.
+	ReasonDiskNeverServed ConditionReason = "DiskNeverServed"
+	// ReasonMemberAwaitingPod: the down member has no live Pod (it is
+	// terminating, or the StatefulSet has not recreated it yet); it is judged
+	// again on its next Pod.
+	ReasonMemberAwaitingPod ConditionReason = "MemberAwaitingPod"
 	// ReasonHealingNotApplicable: the fleet has no StatefulSet of its own
 	// (a Bucket Deployment, or a fleet whose StatefulSet is not created yet).
 	ReasonHealingNotApplicable ConditionReason = "HealingNotApplicable"

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -126,6 +127,7 @@ func (r *Reconciler) applyCapacityPolicy(ctx context.Context, f *celldv1alpha1.C
 	if err := r.recordCapacityStep(ctx, f, step); err != nil {
 		return nil, err
 	}
+	r.announceCapacityStep(f, mode, step)
 	if step.Shadow {
 		return nil, nil
 	}
@@ -189,4 +191,15 @@ func (r *Reconciler) recordCapacityStep(ctx context.Context, f *celldv1alpha1.Ce
 		return fmt.Errorf("record capacity step: %w", err)
 	}
 	return nil
+}
+
+// announceCapacityStep records the event of a step just recorded in the
+// capacity history: each recommendation is decided once, so is its event.
+func (r *Reconciler) announceCapacityStep(f *celldv1alpha1.CelldFleet, mode celldv1alpha1.CapacityMode, step capacityStep) {
+	verdict := "applied"
+	if step.Shadow {
+		verdict = "recorded only (Shadow)"
+	}
+	r.event(f, corev1.EventTypeNormal, eventCapacityStep, "Scale",
+		"capacity policy %s: recommendation %s takes the fleet from %d to %d members, %s", mode, step.ID, step.From, step.To, verdict)
 }

@@ -37,6 +37,8 @@ func (r *Reconciler) deleteFleet(ctx context.Context, f *celldv1alpha1.CelldFlee
 		return fmt.Errorf("remove fleet finalizer: %w", err)
 	}
 	r.metrics.forget(f.Namespace, f.Name)
+	r.event(f, corev1.EventTypeNormal, eventFleetRemoved, "Delete",
+		"the fleet's compute and disks are gone; its bucket reservation %s is kept", f.Spec.Storage.Bucket)
 	rep.gone = true
 	return nil
 }

@@ -133,23 +133,30 @@ func (r *Reconciler) replaceMember(ctx context.Context, f *celldv1alpha1.CelldFl
 	writeRecord(pod, rec)
 	if err := r.client.Update(ctx, pod); err != nil {
 		if apierrors.IsConflict(err) {
+			r.abortedHandoff(f, "member %s changed since it was selected for replacement; its disk %s is kept", pod.Name, claim.Name)
 			return fmt.Errorf("member %s changed since it was selected: %w", selected.Name, errHandoffAborted)
 		}
 		return fmt.Errorf("prepare replacement of %s: %w", pod.Name, err)
 	}
 	log.Info("prepared member replacement", "claim", claim.Name, "claimUID", claim.UID)
+	r.event(f, corev1.EventTypeNormal, eventReplacementPrepared, "Replace",
+		"prepared the replacement of member %s (%s): its Pod is held and its disk %s recorded", pod.Name, cause, claim.Name)
 
 	// 2. the commitment point. Any failure, a conflict (the member recovered
 	// or its metadata changed) or an error whose reply may have been lost
 	// alike, aborts: only an acknowledged delete commits.
 	uid, rv := pod.UID, pod.ResourceVersion
 	if err := r.client.Delete(ctx, pod, client.Preconditions{UID: &uid, ResourceVersion: &rv}); err != nil {
-		if rerr := r.releaseHold(ctx, pod); rerr != nil {
+		changed := apierrors.IsConflict(err) || apierrors.IsNotFound(err)
+		if changed {
+			r.abortedHandoff(f, "member %s changed before its Pod was deleted; its disk %s is kept", pod.Name, claim.Name)
+		} else {
+			r.abortedHandoff(f, "the delete of member %s's Pod failed (its reply may have been lost); its disk %s is kept", pod.Name, claim.Name)
+		}
+		if rerr := r.releaseHold(ctx, f, pod); rerr != nil {
 			return errors.Join(fmt.Errorf("delete member %s (commitment point): %w", pod.Name, err), rerr)
 		}
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			r.event(f, corev1.EventTypeNormal, eventReplacementAborted, "Replace",
-				"member %s changed before its Pod was deleted; its disk %s is kept", pod.Name, claim.Name)
+		if changed {
 			return fmt.Errorf("member %s changed before the commitment point: %w", pod.Name, errHandoffAborted)
 		}
 		return fmt.Errorf("delete member %s (commitment point; aborted, disk kept): %w", pod.Name, err)
@@ -167,8 +174,9 @@ func (r *Reconciler) replaceMember(ctx context.Context, f *celldv1alpha1.CelldFl
 	}); err != nil {
 		return fmt.Errorf("commit replacement of %s: %w", pod.Name, err)
 	}
+	r.metrics.countReplacement(f)
 	r.event(f, corev1.EventTypeWarning, eventMemberReplaced, "Replace",
-		"member %s is replaced on a fresh disk (%s); its claim %s is deleted", pod.Name, cause, claim.Name)
+		"committed: member %s is replaced on a fresh disk (%s); its claim %s is deleted", pod.Name, cause, claim.Name)
 	committed := &corev1.Pod{}
 	if err := r.reader.Get(ctx, client.ObjectKeyFromObject(pod), committed); err != nil {
 		return fmt.Errorf("reread committed member %s: %w", pod.Name, err)
@@ -192,14 +200,45 @@ func (r *Reconciler) settleHolds(ctx context.Context, f *celldv1alpha1.CelldFlee
 	for i := range held.Items {
 		p := &held.Items[i]
 		rec, ok := readRecord(p)
-		switch {
-		case !ok || releaseOnly || rec.Phase != phaseCommitted || r.drifted(f, p, rec):
-			errs = append(errs, r.releaseHold(ctx, p))
-		default:
-			errs = append(errs, r.finishCommitted(ctx, f, p))
+		if why := abortCause(ok, releaseOnly, rec, r.drifted(f, p, rec)); why != "" {
+			r.abortedHandoff(f, "the replacement of member %s is aborted (%s); no disk is deleted", p.Name, why)
+			errs = append(errs, r.releaseHold(ctx, f, p))
+			continue
+		}
+		errs = append(errs, r.finishCommitted(ctx, f, p))
+	}
+	// A hold that could not be settled stays in progress: the gauge shows
+	// it even while the error stops this reconcile before status.
+	unsettled := 0
+	for _, err := range errs {
+		if err != nil {
+			unsettled++
 		}
 	}
+	r.metrics.setHolds(f, unsettled)
 	return errors.Join(errs...)
+}
+
+// abortCause says why a hold found by settleHolds is released without any
+// disk delete, "" when its committed record resumes.
+func abortCause(readable, releaseOnly bool, rec handoffRecord, drifted bool) string {
+	switch {
+	case !readable:
+		return "its record is unreadable"
+	case releaseOnly:
+		return "the fleet is paused or deleted"
+	case rec.Phase != phaseCommitted:
+		return "it was interrupted before its commitment point"
+	case drifted:
+		return "the Pod's fleet label or owner changed since it was prepared"
+	}
+	return ""
+}
+
+// abortedHandoff records an aborted replacement: its event and its count.
+func (r *Reconciler) abortedHandoff(f *celldv1alpha1.CelldFleet, format string, args ...any) {
+	r.metrics.countAbortedHandoff(f)
+	r.event(f, corev1.EventTypeNormal, eventReplacementAborted, "Replace", format, args...)
 }
 
 // drifted says the held Pod no longer belongs to this fleet's StatefulSet as
@@ -233,13 +272,12 @@ func (r *Reconciler) finishCommitted(ctx context.Context, f *celldv1alpha1.Celld
 			r.log.Info("deleted replaced member's claim", "fleet", f.Name, "namespace", f.Namespace, "member", p.Name, "claim", rec.ClaimName)
 		case apierrors.IsNotFound(err):
 		case errors.Is(err, errClaimChanged):
-			r.event(f, corev1.EventTypeNormal, eventReplacementAborted, "Replace",
-				"claim %s changed since the replacement was prepared; it is kept", rec.ClaimName)
+			r.abortedHandoff(f, "claim %s changed since the replacement was prepared; it is kept", rec.ClaimName)
 		default:
 			return fmt.Errorf("delete recorded claim %s: %w", rec.ClaimName, err)
 		}
 	}
-	return r.releaseHold(ctx, p)
+	return r.releaseHold(ctx, f, p)
 }
 
 // errClaimChanged says the recorded claim changed in meaning since the
@@ -307,9 +345,12 @@ func claimFingerprint(c *corev1.PersistentVolumeClaim) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// releaseHold removes the operator's finalizer, record and index label.
-func (r *Reconciler) releaseHold(ctx context.Context, p *corev1.Pod) error {
+// releaseHold removes the operator's finalizer, record and index label, and
+// records the release once, when it writes.
+func (r *Reconciler) releaseHold(ctx context.Context, f *celldv1alpha1.CelldFleet, p *corev1.Pod) error {
+	released := false
 	err := r.updatePod(ctx, p, func(fresh *corev1.Pod) bool {
+		released = false // a retry after a conflict decides afresh
 		_, labelled := fresh.Labels[celldv1alpha1.LabelReplacementFleet]
 		_, recorded := fresh.Annotations[celldv1alpha1.AnnotationReplacement]
 		if !labelled && !recorded && !controllerutil.ContainsFinalizer(fresh, celldv1alpha1.FinalizerReplacement) {
@@ -318,10 +359,15 @@ func (r *Reconciler) releaseHold(ctx context.Context, p *corev1.Pod) error {
 		delete(fresh.Labels, celldv1alpha1.LabelReplacementFleet)
 		delete(fresh.Annotations, celldv1alpha1.AnnotationReplacement)
 		controllerutil.RemoveFinalizer(fresh, celldv1alpha1.FinalizerReplacement)
+		released = true
 		return true
 	})
 	if err != nil {
 		return fmt.Errorf("release replacement hold on %s: %w", p.Name, err)
+	}
+	if released {
+		r.event(f, corev1.EventTypeNormal, eventReplacementReleased, "Replace",
+			"released the replacement hold on member %s (finalizer, record and index label)", p.Name)
 	}
 	return nil
 }

@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -50,7 +51,8 @@ func (r *Reconciler) heal(ctx context.Context, f *celldv1alpha1.CelldFleet, obs 
 	if m, ok := r.lostVolumeMember(f, obs, applied); ok {
 		if !freshDiskMayGo(f, obs, applied, m, rep) {
 			rep.requeueSoon()
-			rep.healWaits("the claim of member %s is Lost; its fresh disk waits until the StatefulSet has observed its spec and every other member's Pod is placed or unschedulable", m.Name)
+			rep.healWaits(celldv1alpha1.ReasonReplacementWaitingOnScheduler,
+				"the claim of member %s is Lost; its fresh disk waits until the StatefulSet has observed its spec and the scheduler has placed, or found no node for, every other member's Pod", m.Name)
 			return nil
 		}
 		r.event(f, corev1.EventTypeWarning, eventDiskLost, "Replace", "claim of member %s is Lost: its volume no longer exists", m.Name)
@@ -106,8 +108,7 @@ func freshDiskMayGo(f *celldv1alpha1.CelldFleet, obs *observation, applied int32
 	if sts == nil || !statefulSetObserved(sts) {
 		return false
 	}
-	templateStays := rep.blocked != nil ||
-		sts.Annotations[annotationTemplateHash] == renderStatefulSet(f, applied).Annotations[annotationTemplateHash]
+	templateStays := rep.blocked != nil || statefulSetTemplateCurrent(sts, renderStatefulSet(f, applied))
 	return templateStays && everyMemberDecided(obs, applied, n)
 }
 
@@ -122,62 +123,81 @@ func (r *Reconciler) lostVolumeMember(f *celldv1alpha1.CelldFleet, obs *observat
 	return nil, false
 }
 
-// memberThatCannotComeBack is the one down member due for replacement.
+// memberThatCannotComeBack is the one down member due for replacement. Every
+// gate that keeps a down member's disk reports, in the Healing condition,
+// which rule holds it and, while only the delay does, when it is due.
 func (r *Reconciler) memberThatCannotComeBack(f *celldv1alpha1.CelldFleet, obs *observation, applied int32, rep *report) (*corev1.Pod, bool) {
-	var down []int32
-	for i := range applied {
-		if p, ok := obs.members[i]; !ok || !podReady(p) {
-			down = append(down, i)
-		}
-	}
+	down := downMembers(obs, applied)
 	if len(down) == 0 {
 		return nil, false
 	}
 	rep.requeueSoon()
 	if len(down) > 1 {
-		return nil, false // two down: either may hold the only copy of some writes
+		rep.healWaits(celldv1alpha1.ReasonMembersDown,
+			"%d members are down (%s); none is replaced until only one is: either disk may hold the only copy of some writes",
+			len(down), r.describeDown(f, obs, down, rep))
+		return nil, false
 	}
+	name := memberName(f, down[0])
 	m, ok := obs.members[down[0]]
-	if !ok || terminating(m) || !r.replacementDue(m, rep) || !r.othersReadyLongEnough(obs, applied, down[0]) || waitingOnConfig(m) {
+	claim, hasClaim := obs.claims[claimName(f, down[0])]
+	switch {
+	case !ok || terminating(m) || !hasClaim:
+		rep.healWaits(celldv1alpha1.ReasonMemberAwaitingPod,
+			"member %s (down since %s) has no live Pod on a disk yet; it is judged again once the StatefulSet has recreated it", name, r.downSinceText(name, rep))
+		return nil, false
+	case waitingOnConfig(m):
+		rep.healWaits(celldv1alpha1.ReasonMemberWaitingOnConfiguration,
+			"member %s (down since %s) waits on its image or configuration (%s); it is not replaced and keeps its disk",
+			name, r.downSinceText(name, rep), configWaitOf(m))
 		return nil, false
 	}
 	if w, waiting := waitingOnRevision(m, rep); waiting {
-		rep.healWaits("member %s has never been Ready on revision %s, after it was Ready on revision %s: it waits on its image or configuration and keeps its disk",
-			w.member, w.revision, w.readyRevision)
+		rep.healWaits(celldv1alpha1.ReasonMemberWaitingOnRevision,
+			"member %s (down since %s) has never been Ready on revision %s, after it was Ready on revision %s: it waits on its image or configuration, is not replaced and keeps its disk",
+			w.member, r.downSinceText(name, rep), w.revision, w.readyRevision)
 		return nil, false
 	}
-	claim, ok := obs.claims[claimName(f, down[0])]
-	if !ok || diskNeverServed(m, claim) || !freshDiskMayGo(f, obs, applied, m, rep) {
+	if diskNeverServed(m, claim) {
+		rep.healWaits(celldv1alpha1.ReasonDiskNeverServed,
+			"member %s (down since %s) runs on disk %s, created for its current Pod, and has never been Ready on it: a fresh disk would not help, so it is not replaced",
+			name, r.downSinceText(name, rep), claim.Name)
+		return nil, false
+	}
+	due := r.replacementDueAt(obs, applied, down[0], rep)
+	rep.setReplacementDue(name, due)
+	if r.clock.Now().Before(due) {
+		rep.healWaits(celldv1alpha1.ReasonMemberAwaitingReplacement,
+			"member %s has been down since %s; unless it comes back it is replaced on a fresh disk at %s",
+			name, r.downSinceText(name, rep), stamp(due))
+		return nil, false
+	}
+	if !freshDiskMayGo(f, obs, applied, m, rep) {
+		rep.healWaits(celldv1alpha1.ReasonReplacementWaitingOnScheduler,
+			"member %s (down since %s) was due for a fresh disk at %s; it waits until the StatefulSet has observed its spec and the scheduler has placed, or found no node for, every other member",
+			name, r.downSinceText(name, rep), stamp(due))
 		return nil, false
 	}
 	return m, true
 }
 
-// replacementDue says the member has been down for the replacement delay,
-// timed from its first down moment, not from its current Pod, and that Pod
-// has had its chance to come back (newPodChance).
-func (r *Reconciler) replacementDue(p *corev1.Pod, rep *report) bool {
+// replacementDueAt is when the one down member (ordinal n) may be replaced:
+// the replacement delay after its first down moment, its current Pod's chance
+// to come back (newPodChance), and every other member Ready for five minutes
+// (so no session depends on the down member's disk), whichever is last.
+func (r *Reconciler) replacementDueAt(obs *observation, applied, n int32, rep *report) time.Time {
+	m := obs.members[n]
 	now := r.clock.Now()
-	return now.Sub(r.memberDownSince(p, rep)) >= r.delay && now.Sub(podDownSince(p, now)) >= min(r.delay, newPodChance)
-}
-
-// othersReadyLongEnough says every other member has been Ready for five
-// minutes, so no session depends on the down member's disk.
-func (r *Reconciler) othersReadyLongEnough(obs *observation, applied, except int32) bool {
+	due := r.memberDownSince(m, rep).Add(r.delay)
+	due = latest(due, podDownSince(m, now).Add(min(r.delay, newPodChance)))
 	for i := range applied {
-		if i == except {
-			continue
-		}
-		p, ok := obs.members[i]
-		if !ok {
-			return false
-		}
-		since, ready := readySince(p)
-		if !ready || r.clock.Since(since) < othersReadyFor {
-			return false
+		if p, ok := obs.members[i]; ok && i != n {
+			if since, ready := readySince(p); ready {
+				due = latest(due, since.Add(othersReadyFor))
+			}
 		}
 	}
-	return true
+	return due
 }
 
 // noteUnschedulable names unplaceable members in status, and blocks once one

@@ -41,6 +41,7 @@ func (r *Reconciler) forceDeleteStranded(ctx context.Context, f *celldv1alpha1.C
 			return fmt.Errorf("force-delete stranded member %s: %w", p.Name, err)
 		}
 		if err == nil {
+			r.metrics.countForceDelete(f)
 			rep.healed(celldv1alpha1.ReasonForceDeletedStranded,
 				"member %s was still present %s after its termination grace ended; force-deleted, it keeps its disk", p.Name, strandedAfterGrace)
 			r.event(f, corev1.EventTypeWarning, eventForceDeleted, "ForceDelete",

@@ -43,6 +43,7 @@ func trackMembers(f *celldv1alpha1.CelldFleet, obs *observation, now time.Time) 
 	for i := range obs.applied() {
 		rec := last[memberName(f, i)]
 		rec.Name = memberName(f, i)
+		rec.ReplacementDue = nil // derived anew by self-healing, never read back
 		p, ok := obs.members[i]
 		switch {
 		case ok && podReady(p):

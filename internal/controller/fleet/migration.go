@@ -24,6 +24,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,6 +69,9 @@ func (r *Reconciler) recreateStatefulSet(ctx context.Context, f *celldv1alpha1.C
 	if err == nil {
 		r.log.Info("deleted StatefulSet, orphaning its Pods, to recreate it with the rendered podManagementPolicy",
 			"fleet", f.Name, "namespace", f.Namespace, "statefulSet", sts.Name, "policy", sts.Spec.PodManagementPolicy)
+		r.event(f, corev1.EventTypeNormal, eventStatefulSetRecreated, "Migrate",
+			"deleted StatefulSet %s with propagation Orphan: its podManagementPolicy %s is immutable and the operator renders %s; it is recreated and adopts its Pods, which keep their disks",
+			sts.Name, sts.Spec.PodManagementPolicy, appsv1.ParallelPodManagement)
 	}
 	return nil
 }

@@ -233,7 +233,11 @@ func (r *Reconciler) healMembers(ctx context.Context, f *celldv1alpha1.CelldFlee
 	if !statefulSetFleet(f) || sts == nil || sts.DeletionTimestamp != nil || !metav1.IsControlledBy(sts, f) {
 		return nil
 	}
-	rep.healing = &healReport{reason: celldv1alpha1.ReasonNoMemberToHeal, message: "every member is Ready or can come back on its own"}
+	msg := "every member is Ready"
+	if !persistent(f) {
+		msg = "no member Pod is stranded on a node that no longer answers; Bucket members have no disks to replace"
+	}
+	rep.healing = &healReport{reason: celldv1alpha1.ReasonNoMemberToHeal, message: msg}
 	if err := r.forceDeleteStranded(ctx, f, obs, rep); err != nil {
 		return err
 	}

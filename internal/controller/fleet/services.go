@@ -4,8 +4,11 @@ package fleet
 // stable peer DNS names of PersistentFleet members). Seed 002: the operator
 // creates them, then only verifies them; it updates one only to fill fields a
 // newer release declares on an otherwise exactly matching operator-created
-// Service. Any other difference is InfrastructureBlocked: a Service someone
-// changed may route clients somewhere the operator cannot see.
+// Service. Any other difference, in a field the operator renders or one that
+// routes traffic (externalIPs, sessionAffinityConfig, ipFamilies,
+// trafficDistribution), is InfrastructureBlocked naming the field: a Service
+// someone changed may route clients somewhere the operator cannot see
+// (docs/fleet-operator.md).
 
 import (
 	"context"
@@ -36,6 +39,7 @@ func renderServices(f *celldv1alpha1.CelldFleet) []*corev1.Service {
 			Ports:                 []corev1.ServicePort{port(appPortName, appPort)},
 			SessionAffinity:       corev1.ServiceAffinityNone,
 			InternalTrafficPolicy: ptr.To(corev1.ServiceInternalTrafficPolicyCluster),
+			IPFamilyPolicy:        ptr.To(corev1.IPFamilyPolicySingleStack),
 		},
 	}
 	peers := &corev1.Service{
@@ -50,6 +54,7 @@ func renderServices(f *celldv1alpha1.CelldFleet) []*corev1.Service {
 			PublishNotReadyAddresses: true,
 			SessionAffinity:          corev1.ServiceAffinityNone,
 			InternalTrafficPolicy:    ptr.To(corev1.ServiceInternalTrafficPolicyCluster),
+			IPFamilyPolicy:           ptr.To(corev1.IPFamilyPolicySingleStack),
 		},
 	}
 	return []*corev1.Service{app, peers}
@@ -90,58 +95,98 @@ func (r *Reconciler) convergeServices(ctx context.Context, f *celldv1alpha1.Cell
 }
 
 // fillDeclaredServiceFields returns got with the fields a newer release
-// declares (port appProtocol, internalTrafficPolicy, the operator's labels)
-// filled in where they are absent, and a description of any other difference
-// from want in a field the operator renders ("" if none): type, headlessness,
-// selector, publishNotReadyAddresses, session affinity, traffic policies and
-// ports. The operator sets no Service annotation, so annotations are left to
-// others.
+// declares (port appProtocol, internalTrafficPolicy, ipFamilyPolicy, the
+// operator's labels) filled in where they are absent, and a description of
+// any other difference from want, naming the field ("" if none). The
+// operator sets no Service annotation, so annotations are left to others.
 func fillDeclaredServiceFields(got, want *corev1.Service) (*corev1.Service, string) {
 	out := got.DeepCopy()
-	for k, v := range want.Labels {
-		if cur, ok := out.Labels[k]; !ok {
-			if out.Labels == nil {
-				out.Labels = map[string]string{}
-			}
-			out.Labels[k] = v
-		} else if cur != v {
-			return nil, fmt.Sprintf("label %s is %q, not %q", k, cur, v)
-		}
+	if diff := fillLabels(out, want); diff != "" {
+		return nil, diff
 	}
-	switch {
-	case out.Spec.Type != want.Spec.Type:
-		return nil, fmt.Sprintf("type is %s, not %s", out.Spec.Type, want.Spec.Type)
-	case want.Spec.ClusterIP == corev1.ClusterIPNone && out.Spec.ClusterIP != corev1.ClusterIPNone:
-		return nil, "it is not headless"
-	case !maps.Equal(out.Spec.Selector, want.Spec.Selector):
-		return nil, fmt.Sprintf("selector is %v, not %v", out.Spec.Selector, want.Spec.Selector)
-	case out.Spec.PublishNotReadyAddresses != want.Spec.PublishNotReadyAddresses:
-		return nil, fmt.Sprintf("publishNotReadyAddresses is %t, not %t", out.Spec.PublishNotReadyAddresses, want.Spec.PublishNotReadyAddresses)
-	case out.Spec.SessionAffinity != want.Spec.SessionAffinity:
-		return nil, fmt.Sprintf("sessionAffinity is %q, not %q", out.Spec.SessionAffinity, want.Spec.SessionAffinity)
-	case out.Spec.ExternalTrafficPolicy != want.Spec.ExternalTrafficPolicy:
-		return nil, fmt.Sprintf("externalTrafficPolicy is %q, not %q", out.Spec.ExternalTrafficPolicy, want.Spec.ExternalTrafficPolicy)
-	case len(out.Spec.Ports) != len(want.Spec.Ports):
-		return nil, fmt.Sprintf("it has %d ports, not %d", len(out.Spec.Ports), len(want.Spec.Ports))
+	if diff := serviceSpecDiff(&out.Spec, &want.Spec); diff != "" {
+		return nil, diff
 	}
-	switch got, w := out.Spec.InternalTrafficPolicy, want.Spec.InternalTrafficPolicy; {
-	case got == nil:
-		out.Spec.InternalTrafficPolicy = w
-	case w == nil || *got != *w:
-		return nil, fmt.Sprintf("internalTrafficPolicy is %q", *got)
+	if diff := fillPointer(&out.Spec.InternalTrafficPolicy, want.Spec.InternalTrafficPolicy, "internalTrafficPolicy"); diff != "" {
+		return nil, diff
+	}
+	if diff := fillPointer(&out.Spec.IPFamilyPolicy, want.Spec.IPFamilyPolicy, "ipFamilyPolicy"); diff != "" {
+		return nil, diff
 	}
 	for i, w := range want.Spec.Ports {
 		g := &out.Spec.Ports[i]
-		if g.Name != w.Name || g.Port != w.Port || g.TargetPort != w.TargetPort || g.Protocol != w.Protocol {
+		if g.Name != w.Name || g.Port != w.Port || g.TargetPort != w.TargetPort || g.Protocol != w.Protocol || g.NodePort != w.NodePort {
 			return nil, fmt.Sprintf("port %d is %s %d→%s/%s, not %s %d→%s/%s", i,
 				g.Name, g.Port, g.TargetPort.String(), g.Protocol, w.Name, w.Port, w.TargetPort.String(), w.Protocol)
 		}
-		switch {
-		case g.AppProtocol == nil:
-			g.AppProtocol = w.AppProtocol
-		case w.AppProtocol == nil || *g.AppProtocol != *w.AppProtocol:
-			return nil, fmt.Sprintf("port %s appProtocol is %q", g.Name, *g.AppProtocol)
+		if diff := fillPointer(&g.AppProtocol, w.AppProtocol, "port "+g.Name+" appProtocol"); diff != "" {
+			return nil, diff
 		}
 	}
 	return out, ""
+}
+
+// fillLabels adds want's labels missing from out; a label of the operator's
+// with another value is a difference.
+func fillLabels(out, want *corev1.Service) string {
+	for k, v := range want.Labels {
+		cur, ok := out.Labels[k]
+		switch {
+		case !ok && out.Labels == nil:
+			out.Labels = map[string]string{k: v}
+		case !ok:
+			out.Labels[k] = v
+		case cur != v:
+			return fmt.Sprintf("label %s is %q, not %q", k, cur, v)
+		}
+	}
+	return ""
+}
+
+// fillPointer fills a declared field that is absent; a value other than the
+// rendered one is a difference naming field.
+func fillPointer[T comparable](got **T, want *T, field string) string {
+	switch {
+	case *got == nil:
+		*got = want
+	case want == nil || **got != *want:
+		return fmt.Sprintf("%s is %v", field, **got)
+	}
+	return ""
+}
+
+// serviceSpecDiff names the first field, other than those a newer release
+// declares, that differs from what the operator renders: type, headlessness,
+// selector, publishNotReadyAddresses, session affinity and its config,
+// externalIPs, externalTrafficPolicy, ipFamilies (one family, the cluster's:
+// the operator renders SingleStack), trafficDistribution and the port count.
+func serviceSpecDiff(got, want *corev1.ServiceSpec) string {
+	headless := func(s *corev1.ServiceSpec) bool { return s.ClusterIP == corev1.ClusterIPNone }
+	switch {
+	case got.Type != want.Type:
+		return fmt.Sprintf("type is %s, not %s", got.Type, want.Type)
+	case headless(want) && !headless(got):
+		return "it is not headless"
+	case !headless(want) && headless(got):
+		return "it is headless"
+	case !maps.Equal(got.Selector, want.Selector):
+		return fmt.Sprintf("selector is %v, not %v", got.Selector, want.Selector)
+	case got.PublishNotReadyAddresses != want.PublishNotReadyAddresses:
+		return fmt.Sprintf("publishNotReadyAddresses is %t, not %t", got.PublishNotReadyAddresses, want.PublishNotReadyAddresses)
+	case got.SessionAffinity != want.SessionAffinity:
+		return fmt.Sprintf("sessionAffinity is %q, not %q", got.SessionAffinity, want.SessionAffinity)
+	case !reflect.DeepEqual(got.SessionAffinityConfig, want.SessionAffinityConfig):
+		return fmt.Sprintf("sessionAffinityConfig is %v, not unset", got.SessionAffinityConfig)
+	case len(got.ExternalIPs) != 0: // before externalTrafficPolicy, which the API server sets with it
+		return fmt.Sprintf("externalIPs is %v, not empty", got.ExternalIPs)
+	case got.ExternalTrafficPolicy != want.ExternalTrafficPolicy:
+		return fmt.Sprintf("externalTrafficPolicy is %q, not %q", got.ExternalTrafficPolicy, want.ExternalTrafficPolicy)
+	case len(got.IPFamilies) > 1:
+		return fmt.Sprintf("ipFamilies is %v, not a single family", got.IPFamilies)
+	case !reflect.DeepEqual(got.TrafficDistribution, want.TrafficDistribution):
+		return fmt.Sprintf("trafficDistribution is %q, not unset", ptr.Deref(got.TrafficDistribution, ""))
+	case len(got.Ports) != len(want.Ports):
+		return fmt.Sprintf("it has %d ports, not %d", len(got.Ports), len(want.Ports))
+	}
+	return ""
 }

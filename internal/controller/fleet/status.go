@@ -56,11 +56,11 @@ func (rep *report) healed(reason celldv1alpha1.ConditionReason, format string, a
 
 // healWaits reports why self-healing leaves a down member alone for now,
 // unless it already acted in this reconcile.
-func (rep *report) healWaits(format string, args ...any) {
+func (rep *report) healWaits(reason celldv1alpha1.ConditionReason, format string, args ...any) {
 	if rep.healing != nil && rep.healing.active {
 		return
 	}
-	rep.healing = &healReport{reason: celldv1alpha1.ReasonNoMemberToHeal, message: fmt.Sprintf(format, args...)}
+	rep.healing = &healReport{reason: reason, message: fmt.Sprintf(format, args...)}
 }
 
 func (rep *report) progress(reason celldv1alpha1.ConditionReason, format string, args ...any) {
@@ -208,8 +208,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, f *celldv1alpha1.CelldFlee
 		return nil
 	}
 	want := r.desiredStatus(f, rep)
-	r.metrics.observe(f, want, r.clock.Now())
+	r.metrics.observe(f, want, rep.obs, r.clock.Now())
 	r.announceBlocked(f, want)
+	r.announceDeletionPhase(f, want)
 	if reflect.DeepEqual(normalizeTimes(f.Status), normalizeTimes(want)) {
 		return nil
 	}
@@ -247,11 +248,30 @@ func normalizeTimes(s celldv1alpha1.CelldFleetStatus) celldv1alpha1.CelldFleetSt
 		if t := out.Members[i].DownSince; t != nil {
 			out.Members[i].DownSince = &metav1.Time{Time: t.Truncate(time.Second)}
 		}
+		if t := out.Members[i].ReplacementDue; t != nil {
+			out.Members[i].ReplacementDue = &metav1.Time{Time: t.Truncate(time.Second)}
+		}
 	}
 	if len(out.Members) == 0 {
 		out.Members = nil
 	}
 	return out
+}
+
+// announceDeletionPhase records an event when a deleted fleet enters a
+// deletion phase (Deleting's reason changes to DeletingCompute or
+// DeletingDisks).
+func (r *Reconciler) announceDeletionPhase(f *celldv1alpha1.CelldFleet, want celldv1alpha1.CelldFleetStatus) {
+	before := meta.FindStatusCondition(f.Status.Conditions, string(celldv1alpha1.ConditionDeleting))
+	after := meta.FindStatusCondition(want.Conditions, string(celldv1alpha1.ConditionDeleting))
+	if after.Status != metav1.ConditionTrue || (before != nil && before.Reason == after.Reason) {
+		return
+	}
+	reason := eventDeletingCompute
+	if after.Reason == string(celldv1alpha1.ReasonDeletingDisks) {
+		reason = eventDeletingDisks
+	}
+	r.event(f, corev1.EventTypeNormal, reason, "Delete", "%s", after.Message)
 }
 
 // announceBlocked records an event when Blocked changes.

@@ -71,7 +71,8 @@ cellfleet_fleet_desired_replicas` + series + ` 3
 # TYPE cellfleet_fleet_ready_replicas gauge
 cellfleet_fleet_ready_replicas` + series + ` 3
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(expect)); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(expect), "cellfleet_fleet_applied_replicas", "cellfleet_fleet_blocked",
+		"cellfleet_fleet_blocked_age_seconds", "cellfleet_fleet_desired_replicas", "cellfleet_fleet_ready_replicas"); err != nil {
 		t.Errorf("the per-fleet gauges (desired, applied, ready, blocked, blocked age) must follow status: %v", err)
 	}
 	fx.edit(func(f *celldv1alpha1.CelldFleet) { f.Spec.ServiceAccountName = "absent" })

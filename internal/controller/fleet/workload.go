@@ -3,8 +3,10 @@ package fleet
 // Convergence of the workload. The operator owns only the fields it renders
 // (replicas, Pod template, update strategy, claim retention); everything else,
 // including admission mutations of Pods, is left as the cluster has it. It
-// writes only when the rendered hash or the replica step changed, and retries
-// a conflict from a fresh read.
+// writes only when the template or the replica step differs from what it
+// renders, and retries a conflict from a fresh read. A template is compared
+// field by field as well as by its hash (templateCurrent): a template edited
+// by hand keeps the hash annotation, and is converged back.
 
 import (
 	"context"
@@ -40,6 +42,7 @@ func (r *Reconciler) convergeStatefulSet(ctx context.Context, f *celldv1alpha1.C
 		}
 		obs.sts = want
 		rep.progress(celldv1alpha1.ReasonGrowing, "created the StatefulSet with %d of %d members", first, desired)
+		r.announceStep(f, obs, 0, first)
 		return nil, nil
 	}
 	sts := obs.sts
@@ -58,7 +61,7 @@ func (r *Reconciler) convergeStatefulSet(ctx context.Context, f *celldv1alpha1.C
 	// A template change is written on its own: growing or contracting in the
 	// same write would start a run while a rollout is about to recreate
 	// members, which is exactly when a fresh disk can take another's zone.
-	templateChanged := sts.Annotations[annotationTemplateHash] != renderStatefulSet(f, cur).Annotations[annotationTemplateHash]
+	templateChanged := !statefulSetTemplateCurrent(sts, renderStatefulSet(f, cur))
 	next := cur
 	if !templateChanged {
 		next = nextStep(cur, desired,
@@ -101,14 +104,15 @@ func (r *Reconciler) convergeStatefulSet(ctx context.Context, f *celldv1alpha1.C
 		return nil, fmt.Errorf("update StatefulSet %s: %w", sts.Name, err)
 	}
 	r.log.Info("converged StatefulSet", "fleet", f.Name, "namespace", f.Namespace, "replicas", next, "migrated", needsMigration(sts))
+	r.announceStep(f, obs, cur, next)
 	return nil, nil
 }
 
 // statefulSetUpToDate says the StatefulSet already has what the operator
-// renders: the same template hash, replica count, a RollingUpdate strategy
-// with partition 0 and Retain claim retention.
+// renders: the same template, replica count, a RollingUpdate strategy with
+// partition 0 and Retain claim retention.
 func statefulSetUpToDate(got, want *appsv1.StatefulSet) bool {
-	return got.Annotations[annotationTemplateHash] == want.Annotations[annotationTemplateHash] &&
+	return statefulSetTemplateCurrent(got, want) &&
 		reflect.DeepEqual(got.Spec.Replicas, want.Spec.Replicas) &&
 		!needsMigration(got) &&
 		reflect.DeepEqual(got.Spec.PersistentVolumeClaimRetentionPolicy, want.Spec.PersistentVolumeClaimRetentionPolicy)
@@ -139,6 +143,7 @@ func (r *Reconciler) convergeDeployment(ctx context.Context, f *celldv1alpha1.Ce
 			return nil, fmt.Errorf("create Deployment %s: %w", want.Name, err)
 		}
 		obs.deploy = want
+		r.announceStep(f, obs, 0, desired)
 		return nil, nil
 	}
 	d := obs.deploy
@@ -150,7 +155,7 @@ func (r *Reconciler) convergeDeployment(ctx context.Context, f *celldv1alpha1.Ce
 	next := nextStep(cur, desired, func() bool { return true }, func() int32 { return desired },
 		deploymentRolledOut(d) && r.contractionAllowed(f, cur, desired, rep))
 	want := renderDeployment(f, next)
-	if d.Annotations[annotationTemplateHash] == want.Annotations[annotationTemplateHash] && cur == next {
+	if templateCurrent(&d.ObjectMeta, d.Spec.Template, &want.ObjectMeta, want.Spec.Template) && cur == next {
 		return nil, nil
 	}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -174,6 +179,7 @@ func (r *Reconciler) convergeDeployment(ctx context.Context, f *celldv1alpha1.Ce
 	if err != nil {
 		return nil, fmt.Errorf("update Deployment %s: %w", d.Name, err)
 	}
+	r.announceStep(f, obs, cur, next)
 	return nil, nil
 }
 
