@@ -57,7 +57,10 @@ func TestFleetDeletionRemovesComputeThenDisksAndKeepsTheReservation(t *testing.T
 		// Watch the order: no claim may start deleting while a member Pod exists.
 		deadline := time.Now().Add(4 * time.Minute)
 		for {
-			pods, _ := memberPods(s.ctx, s.name)
+			pods, err := memberPods(s.ctx, s.name)
+			if err != nil {
+				t.Fatalf("list the member Pods during the deletion: %v", err)
+			}
 			claimsGoing, claimsLeft := 0, 0
 			for name := range disks {
 				c := claim(s.ctx, t, name)

@@ -188,7 +188,10 @@ func (s *scenario) allCarry(annotation string) bool {
 }
 
 func (s *scenario) anyCarries(annotation string) bool {
-	pods, _ := memberPods(s.ctx, s.name)
+	pods, err := memberPods(s.ctx, s.name)
+	if err != nil {
+		s.t.Fatalf("list the member Pods: %v", err)
+	}
 	for _, p := range pods {
 		if _, ok := p.Annotations[annotation]; ok {
 			return true

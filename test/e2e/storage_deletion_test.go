@@ -2,12 +2,14 @@ package e2e
 
 // Volume deletion under a writer that just stopped: the claim's deletion
 // reaches DeleteVolume, and the volume's objects go before the
-// ReplicatedVolume (seed: workers close, release acknowledged, then backing
-// claims, Services, EndpointSlices, Secrets and VolumeReplicas, then the
-// volume), nothing left behind, the backing directories gone from the nodes.
+// ReplicatedVolume (docs/volume-controller.md, "Deletion": workers close,
+// release acknowledged, then backing claims, Services, EndpointSlices,
+// Secrets and VolumeReplicas, then the volume), nothing left behind, the
+// backing directories gone from the nodes.
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,14 +39,26 @@ func TestStorageVolumeDeletionLeavesNothing(t *testing.T) {
 			"replicatedvolumes/"+s.volume, "persistentvolumes/"+s.volume)
 		s.expect("persistentvolumeclaims/*", "services/*")
 
-		var backingPVs []string
-		nodes := map[string]bool{}
+		// The local driver names a backing directory by its CSI volume
+		// handle (internal/csi/local, volumeID), under its data root, which
+		// the local cluster keeps per node in .cluster/nodes/NODE/cellfleet.
+		// Each is checked present now, so the check after the deletion
+		// looks where the directories really are.
+		var backingDirs []string
 		for _, r := range s.replicas() {
-			nodes[r.Spec.Node] = true
 			var c corev1.PersistentVolumeClaim
-			if err := s.env().Get(s.ctx, client.ObjectKey{Namespace: storageNamespace, Name: r.Spec.BackingClaimName}, &c); err == nil {
-				backingPVs = append(backingPVs, c.Spec.VolumeName)
+			if err := s.env().Get(s.ctx, client.ObjectKey{Namespace: storageNamespace, Name: r.Spec.BackingClaimName}, &c); err != nil {
+				s.t.Fatalf("backing claim of %s: %v", r.Name, err)
 			}
+			var pv corev1.PersistentVolume
+			if err := s.env().Get(s.ctx, client.ObjectKey{Name: c.Spec.VolumeName}, &pv); err != nil || pv.Spec.CSI == nil {
+				s.t.Fatalf("backing volume %s of %s: %v (CSI source %v)", c.Spec.VolumeName, r.Name, err, pv.Spec.CSI)
+			}
+			dir := filepath.Join(env.Root, ".cluster", "nodes", r.Spec.Node, "cellfleet", "volumes", pv.Spec.CSI.VolumeHandle)
+			if _, err := os.Stat(dir); err != nil {
+				s.t.Fatalf("backing directory of %s not found where the local driver keeps it: %v", r.Name, err)
+			}
+			backingDirs = append(backingDirs, dir)
 		}
 		s.deletePod(s.pod)
 		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: storageTestNamespace, Name: s.name}}
@@ -60,15 +74,12 @@ func TestStorageVolumeDeletionLeavesNothing(t *testing.T) {
 			}
 		}
 		s.t.Logf("deletion order (first poll that saw each gone): %s", orderOf(gone))
-		for node := range nodes {
-			for _, pv := range backingPVs {
-				matches, _ := filepath.Glob(filepath.Join(env.Root, ".cluster", "nodes", node, "cellfleet", "volumes", "*"+pv+"*"))
-				if len(matches) > 0 {
-					s.t.Errorf("backing directory of %s left on %s: %v", pv, node, matches)
-				}
+		for _, dir := range backingDirs {
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				s.t.Errorf("backing directory %s is left after the volume's deletion (%v)", dir, err)
 			}
 		}
-		s.res.Acked, s.res.Replicas = s.ledger.Len(), s.res.Replicas+fmt.Sprintf("; %d backing directories checked gone", len(backingPVs))
+		s.res.Acked, s.res.Replicas = s.ledger.Len(), s.res.Replicas+fmt.Sprintf("; %d backing directories seen, then checked gone", len(backingDirs))
 	})
 }
 

@@ -85,7 +85,7 @@ func TestStorageCSINodePluginRestartIsInvisible(t *testing.T) {
 
 // The mount owner killed: the application sees errors, never wrong data; a
 // Pod restart remounts through unpublish/unstage and reads everything
-// acknowledged (seed: open-descriptor recovery is not promised).
+// acknowledged (open descriptors are not recovered: docs/fuse.md, "The mount owner").
 func TestStorageMountOwnerKillShowsErrorsNotWrongData(t *testing.T) {
 	requirePower(t, cluster.PowerHostProcesses)
 	runVolumeScenario(t, "storage: mount owner killed, Pod restarted", "q-owner", func(s *volumeScenario) {
@@ -93,7 +93,7 @@ func TestStorageMountOwnerKillShowsErrorsNotWrongData(t *testing.T) {
 		ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
 		defer cancel()
 		if err := s.gen.WaitFailing(ctx); err != nil {
-			s.t.Logf("no operation failed after the mount owner died: %v", err)
+			s.t.Fatalf("no operation failed within a minute of the mount owner's kill: the fault did not reach the application (%v)", err)
 		}
 		s.restartWriter()
 	})
@@ -116,7 +116,7 @@ func TestStorageNodePodDeletionShowsErrorsNotWrongData(t *testing.T) {
 		ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
 		defer cancel()
 		if err := s.gen.WaitFailing(ctx); err != nil {
-			s.t.Logf("no operation failed after the NODE Pod was deleted: %v", err)
+			s.t.Fatalf("no operation failed within a minute of the NODE Pod's deletion: the fault did not reach the application (%v)", err)
 		}
 		var now *corev1.Pod
 		waitFor(s.ctx, s.t, storageSettle, func() bool {
