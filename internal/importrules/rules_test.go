@@ -86,6 +86,7 @@ func rules() []rule {
 // testSupport are the packages whose doc comments say production code must
 // never import them.
 var testSupport = map[string]string{
+	"hack/internal/localvolume":      "hack/internal/localvolume/localvolume.go",
 	"internal/testfs/powercut":       "internal/testfs/powercut/doc.go",
 	"internal/testfs/memdir":         "internal/testfs/memdir/memdir.go",
 	"internal/fuse/fusetest":         "internal/fuse/fusetest/cluster.go",
@@ -96,13 +97,18 @@ var testSupport = map[string]string{
 }
 
 // production reports whether pkg is production code: not test support and
-// not one of the test programs (those under test/, and the nemesis,
-// hack/chaos, which runs the binaries on the power-cut filesystem).
+// not one of the test programs (those under test/, and the programs of
+// hack/ that run the binaries on this machine: the demo, the nemesis on the
+// power-cut filesystem and the fio benchmark).
 func production(pkg string) bool {
 	_, support := testSupport[pkg]
-	return !support && !strings.HasPrefix(pkg, "test/") && pkg != "hack/chaos" &&
+	return !support && !strings.HasPrefix(pkg, "test/") && !slices.Contains(localPrograms, pkg) &&
 		pkg != "internal/replica/processtest" && pkg != "internal/importrules"
 }
+
+// localPrograms run the binaries on this machine through
+// hack/internal/localvolume.
+var localPrograms = []string{"hack/chaos", "hack/demo", "hack/fiobench"}
 
 // full turns a pattern into an absolute import-path pattern: one whose
 // first element holds a dot, or names no top folder of this module, is
