@@ -4,8 +4,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// FleetProfile is how a fleet keeps its state (seed 002: Bucket or
-// PersistentFleet).
+// FleetProfile is how a fleet keeps its state: Bucket or PersistentFleet
+// (docs/fleet-operator.md, "Profiles").
 // +kubebuilder:validation:Enum=Bucket;PersistentFleet
 type FleetProfile string
 
@@ -14,7 +14,8 @@ const (
 	// (an emptyDir at /work) and every acknowledged write is in the bucket.
 	ProfileBucket FleetProfile = "Bucket"
 	// ProfilePersistentFleet runs celld as a StatefulSet whose members keep
-	// their disks across restart, upgrade and scale-in (seed 000).
+	// their disks across restart, upgrade and scale-in (docs/fleet-operator.md,
+	// "Disks").
 	ProfilePersistentFleet FleetProfile = "PersistentFleet"
 )
 

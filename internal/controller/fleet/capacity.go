@@ -1,6 +1,6 @@
 package fleet
 
-// The capacity policy (seed 000, "Replica count"; issue 5). Modes:
+// The capacity policy (docs/fleet-operator.md, "Capacity policy"). Modes:
 //
 //   - Shadow records each recommendation's decision in the capacity history
 //     and changes nothing;

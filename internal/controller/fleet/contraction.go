@@ -1,9 +1,9 @@
 package fleet
 
-// Contraction (seed 000, "Replica count"): one member per step, and only
-// after the previous change has rolled out, the same rule Bucket fleets
-// follow. The removed member keeps its disk (claim retention Retain); growing
-// back reattaches it.
+// Contraction (docs/fleet-operator.md, "Rollout and scaling"): one member per
+// step, and only after the previous change has rolled out, the same rule Bucket
+// fleets follow. The removed member keeps its disk (claim retention Retain);
+// growing back reattaches it.
 
 import (
 	appsv1 "k8s.io/api/apps/v1"

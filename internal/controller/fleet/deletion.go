@@ -1,9 +1,9 @@
 package fleet
 
-// Fleet deletion (seed 000): compute first, then every fleet disk, and the
-// bucket reservation is kept. Replacement holds were already released without
-// any further disk delete (settleHolds in release-only mode). Every delete is
-// bound to the object's UID.
+// Fleet deletion (docs/fleet-operator.md, "Deletion"): compute first, then
+// every fleet disk, and the bucket reservation is kept. Replacement holds were
+// already released without any further disk delete (settleHolds in release-only
+// mode). Every delete is bound to the object's UID.
 
 import (
 	"context"

@@ -4,9 +4,9 @@
 // NetworkPolicy, the bucket's CelldStorageReservation), converges them, heals
 // PersistentFleet members that cannot come back on their own through the
 // replacement handoff, and removes a deleted fleet's compute and then its
-// disks. Seeds 000 (design record 0024) and 002 are its specification.
+// disks. docs/fleet-operator.md describes what it does and why.
 //
-// The operator is stateless apart from what seed 000 persists (the capacity
+// The operator is stateless apart from what it persists (the capacity
 // history in the reservation annotation and the replacement handoff record on
 // its victim Pod), the served-disk mark on a member Pod
 // (docs/decisions/0004-served-disk-mark.md) and the per-member record in

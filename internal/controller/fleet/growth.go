@@ -1,12 +1,12 @@
 package fleet
 
-// Growth (seed 000, "Where a fresh disk goes"): the StatefulSet creates every
-// new Pod at once, and a fresh disk scheduled while another member's Pod is
-// pending can take the zone that member's disk needs. So the operator adds one
-// run of consecutive ordinals at a time, all reattaching kept claims or all
-// getting new ones, and each run waits until the StatefulSet has observed its
-// spec and the scheduler has decided every current member's Pod. The runs are
-// read from the claims on each reconcile.
+// Growth (docs/fleet-operator.md, "Where a fresh disk goes"): the StatefulSet
+// creates every new Pod at once, and a fresh disk scheduled while another
+// member's Pod is pending can take the zone that member's disk needs. So the
+// operator adds one run of consecutive ordinals at a time, all reattaching kept
+// claims or all getting new ones, and each run waits until the StatefulSet has
+// observed its spec and the scheduler has decided every current member's Pod.
+// The runs are read from the claims on each reconcile.
 
 import (
 	appsv1 "k8s.io/api/apps/v1"

@@ -1,9 +1,10 @@
 package fleet
 
-// The replacement handoff (seed 000). A Pod read and a claim delete are
-// separate API operations, so rereading the Pod before deleting its claim
-// cannot close the race: the Pod can recover after the read, or a new Pod can
-// take its name. The Pod delete is the commitment point instead:
+// The replacement handoff (docs/fleet-operator.md, "The replacement handoff").
+// A Pod read and a claim delete are separate API operations, so rereading the
+// Pod before deleting its claim cannot close the race: the Pod can recover
+// after the read, or a new Pod can take its name. The Pod delete is the
+// commitment point instead:
 //
 //  1. prepare: the selected, non-terminating Pod gets the operator's finalizer,
 //     the record (fleet UID, the controlling StatefulSet's UID, original claim
@@ -281,7 +282,8 @@ func (r *Reconciler) finishCommitted(ctx context.Context, f *celldv1alpha1.Celld
 }
 
 // errClaimChanged says the recorded claim changed in meaning since the
-// handoff was prepared, so it is retained (seed 000).
+// handoff was prepared, so it is retained (docs/fleet-operator.md, "The
+// replacement handoff").
 var errClaimChanged = errors.New("claim changed since the replacement was prepared")
 
 // bookkeepingRetries bounds how often a claim delete is retried against
@@ -291,13 +293,14 @@ const bookkeepingRetries = 3
 
 // deleteRecordedClaim deletes the recorded claim with UID and resourceVersion
 // preconditions. The first attempt uses the resourceVersion recorded at
-// preparation, as seed 000 says. Kubernetes 1.37's PVC protection controller
-// then writes an Unused status condition as soon as no Pod references the
-// claim, which the handoff's own Pod delete causes, so that first attempt
-// conflicts in every real cluster. On a conflict the claim is reread: if what
-// it means (claimFingerprint) is unchanged, the change was the control
-// plane's bookkeeping and the delete is retried at the new resourceVersion,
-// still bound by both preconditions; any other change retains the claim.
+// preparation (docs/fleet-operator.md, "The replacement handoff"). Kubernetes
+// 1.37's PVC protection controller then writes an Unused status condition as
+// soon as no Pod references the claim, which the handoff's own Pod delete
+// causes, so that first attempt conflicts in every real cluster. On a conflict
+// the claim is reread: if what it means (claimFingerprint) is unchanged, the
+// change was the control plane's bookkeeping and the delete is retried at the
+// new resourceVersion, still bound by both preconditions; any other change
+// retains the claim.
 func (r *Reconciler) deleteRecordedClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim, rec handoffRecord) error {
 	uid, rv := rec.ClaimUID, rec.ClaimResourceVersion
 	for attempt := 0; ; attempt++ {

@@ -1,10 +1,10 @@
 package fleet
 
-// Self-healing of PersistentFleet members (seed 000). At most one member is
-// replaced at a time, and only where a fresh disk cannot take the zone another
-// member's disk needs: the StatefulSet already runs and has observed the
-// operator's spec, and the scheduler has placed, or found no node for, every
-// other member's Pod.
+// Self-healing of PersistentFleet members (docs/fleet-operator.md,
+// "Self-healing"). At most one member is replaced at a time, and only where a
+// fresh disk cannot take the zone another member's disk needs: the StatefulSet
+// already runs and has observed the operator's spec, and the scheduler has
+// placed, or found no node for, every other member's Pod.
 //
 //   - A lost volume (claim phase Lost) is replaced through the handoff.
 //   - A member down for the replacement delay, while every other member has
@@ -96,12 +96,13 @@ func heldMember(obs *observation) string {
 	return ""
 }
 
-// freshDiskMayGo is seed 000's placement rule for member m: the StatefulSet
-// runs and has observed the operator's spec, so no rollout is about to
-// recreate another member, and the scheduler has decided every other
-// member's Pod. A rollout is about to start when the operator would write a
-// new template; it writes none while a workload gate holds the fleet
-// Blocked, so then the StatefulSet's own template is the one that stays.
+// freshDiskMayGo is the placement rule for member m (docs/fleet-operator.md,
+// "Where a fresh disk goes"): the StatefulSet runs and has observed the
+// operator's spec, so no rollout is about to recreate another member, and the
+// scheduler has decided every other member's Pod. A rollout is about to start
+// when the operator would write a new template; it writes none while a workload
+// gate holds the fleet Blocked, so then the StatefulSet's own template is the
+// one that stays.
 func freshDiskMayGo(f *celldv1alpha1.CelldFleet, obs *observation, applied int32, m *corev1.Pod, rep *report) bool {
 	n, _ := ordinalOf(f, m.Name)
 	sts := obs.sts

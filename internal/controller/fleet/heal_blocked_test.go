@@ -31,11 +31,11 @@ var unrelatedBlockers = []gateBlocker{
 	}},
 }
 
-// TestHealingNotBlockedByUnrelatedGate proves seed 000's "No administrator is
-// expected to intervene": with the fleet Blocked by an edited Service or a
-// missing ServiceAccount, a stranded member Pod is still force-deleted and a
-// lost volume still replaced, and the Healing condition says so while
-// Blocked keeps the unrelated reason.
+// TestHealingNotBlockedByUnrelatedGate proves that self-healing does not wait
+// on the other gates (docs/fleet-operator.md, "Self-healing"): with the fleet
+// Blocked by an edited Service or a missing ServiceAccount, a stranded member
+// Pod is still force-deleted and a lost volume still replaced, and the Healing
+// condition says so while Blocked keeps the unrelated reason.
 func TestHealingNotBlockedByUnrelatedGate(t *testing.T) {
 	for _, b := range unrelatedBlockers {
 		t.Run(b.name+": stranded Pod force-deleted", func(t *testing.T) {

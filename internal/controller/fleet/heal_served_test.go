@@ -12,7 +12,8 @@ import (
 // disk created for its current Pod that has served (been Ready) and then
 // cannot start is replaced after the delay; a member on a disk created for
 // its current Pod that never served, original or on a fresh replacement
-// disk, is left alone (seed 000: a new disk would not help it).
+// disk, is left alone: a new disk would not help it (docs/fleet-operator.md,
+// "Self-healing").
 func TestOriginalMemberOnCorruptDisk(t *testing.T) {
 	t.Run("original member that served, then cannot start, is replaced after the delay", func(t *testing.T) {
 		fx := newFixture(t)

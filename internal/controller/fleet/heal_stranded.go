@@ -1,11 +1,12 @@
 package fleet
 
-// A Pod on a node that no longer answers (seed 000, self-healing): a member
-// Pod still present more than two minutes after its termination grace ended
-// is force-deleted, bound to its UID, so the StatefulSet can recreate it. The
-// member keeps its disk: a process surviving on the lost node is fenced by
-// celld's lease, and a ReadWriteOncePod disk attaches to one node at a time.
-// This applies to every StatefulSet fleet, Ordered Bucket included.
+// A Pod on a node that no longer answers (docs/fleet-operator.md,
+// "Self-healing"): a member Pod still present more than two minutes after its
+// termination grace ended is force-deleted, bound to its UID, so the
+// StatefulSet can recreate it. The member keeps its disk: a process surviving
+// on the lost node is fenced by celld's lease, and a ReadWriteOncePod disk
+// attaches to one node at a time. This applies to every StatefulSet fleet,
+// Ordered Bucket included.
 
 import (
 	"context"

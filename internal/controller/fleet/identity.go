@@ -1,9 +1,9 @@
 package fleet
 
-// Storage identity (seed 000): before creating or growing the StatefulSet the
-// operator refuses to proceed if a claim at a member's name does not carry
-// the fleet's UID label. A disk from another fleet, or one made by hand, is
-// never adopted.
+// Storage identity (docs/fleet-operator.md, "Disks"): before creating or
+// growing the StatefulSet the operator refuses to proceed if a claim at a
+// member's name does not carry the fleet's UID label. A disk from another
+// fleet, or one made by hand, is never adopted.
 
 import (
 	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"

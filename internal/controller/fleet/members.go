@@ -14,7 +14,8 @@ import (
 )
 
 // Container waiting reasons that mean a member waits on its image or its
-// configuration: a fresh disk would not help it (seed 000, self-healing).
+// configuration: a fresh disk would not help it (docs/fleet-operator.md,
+// "Self-healing").
 var configWaitReasons = map[string]bool{
 	"ErrImagePull":               true,
 	"ImagePullBackOff":           true,
@@ -107,9 +108,9 @@ func onDiskCreatedForPod(p *corev1.Pod, claim *corev1.PersistentVolumeClaim) boo
 	return !claim.CreationTimestamp.Add(claimPodSkew).Before(p.CreationTimestamp.Time)
 }
 
-// diskNeverServed is seed 000's exemption "a member already on a disk
-// created for its current Pod", read as the seed reasons it: a new disk would
-// not help a member that never held state on its disk. A disk created for
+// diskNeverServed is the exemption for a member on a disk created for its
+// current Pod (docs/fleet-operator.md, "Self-healing"): a new disk would not
+// help a member that never held state on its disk. A disk created for
 // the current Pod that has served it (the Pod was Ready on it, which the
 // operator marks: see markServed) held state, and a corrupt disk there is
 // replaced like any other (docs/decisions/0004-served-disk-mark.md).

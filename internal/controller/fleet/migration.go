@@ -1,12 +1,13 @@
 package fleet
 
-// Migration (seed 000): fleets created by v0.0.5 or the unreleased 0023
-// controller run a StatefulSet with the OnDelete strategy. The operator
-// adopts it in place: it switches to RollingUpdate and writes the current
-// template, and Kubernetes replaces each earlier Pod, highest ordinal first,
-// including Pods still held by the launcher scheduling gate. Retained claims
-// keep their names and identities. The reservation annotation is rewritten by
-// reservation.go on its first write.
+// Migration (docs/fleet-operator.md, "Migration from v0.0.5 and the 0023
+// controller"): fleets created by v0.0.5 or the unreleased 0023 controller run
+// a StatefulSet with the OnDelete strategy. The operator adopts it in place: it
+// switches to RollingUpdate and writes the current template, and Kubernetes
+// replaces each earlier Pod, highest ordinal first, including Pods still held
+// by the launcher scheduling gate. Retained claims keep their names and
+// identities. The reservation annotation is rewritten by reservation.go on its
+// first write.
 //
 // podManagementPolicy is immutable, and an adopted StatefulSet may use
 // OrderedReady (the API default). Kept as it is, that policy stalls the

@@ -15,17 +15,17 @@ import (
 	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
 )
 
-// v005Fleet is what v0.0.5 left behind (seed 000, Migration; issue 15): an
-// OnDelete StatefulSet with the given podManagementPolicy whose Pods, every
-// one from its template, its launcher held by a scheduling gate; member f-0
-// released and Ready; member f-1 stopped by the launcher and held on a Pod
-// newer than its claim; member f-2 retired by the launcher: its Pod, newer
-// than its claim, still exists and crash-loops on the startup-denial marker
-// that names its UID (the marker names one Pod so that it outlasts container
-// restarts while a new Pod may reuse the disk; under OnDelete nothing
-// replaced that Pod), its claim kept; and the reservation annotation with
-// legacy fields. It returns the claims' UIDs, the retired Pod's UID and the
-// reservation.
+// v005Fleet is what v0.0.5 left behind (docs/fleet-operator.md, "Migration from
+// v0.0.5 and the 0023 controller"): an OnDelete StatefulSet with the given
+// podManagementPolicy whose Pods, every one from its template, its launcher
+// held by a scheduling gate; member f-0 released and Ready; member f-1 stopped
+// by the launcher and held on a Pod newer than its claim; member f-2 retired by
+// the launcher: its Pod, newer than its claim, still exists and crash-loops on
+// the startup-denial marker that names its UID (the marker names one Pod so
+// that it outlasts container restarts while a new Pod may reuse the disk; under
+// OnDelete nothing replaced that Pod), its claim kept; and the reservation
+// annotation with legacy fields. It returns the claims' UIDs, the retired Pod's
+// UID and the reservation.
 func (fx *fixture) v005Fleet(policy appsv1.PodManagementPolicyType) (map[string]string, types.UID, *celldv1alpha1.CelldStorageReservation) {
 	fx.t.Helper()
 	f := persistentFleet(fx.ns, 3)
@@ -82,13 +82,15 @@ func (fx *fixture) v005Fleet(policy appsv1.PodManagementPolicyType) (map[string]
 	return claims, retired, res
 }
 
-// TestMigrationFromV005RollsOutAndRetiredMemberRejoinsOnItsDisk proves seed
-// 000's migration for both podManagementPolicies an adopted StatefulSet may
-// have: the fleet is rolled onto RollingUpdate and the current template
-// (the gated Pod and the retired one included), ends Parallel, the retired
-// member comes back in a new Pod and rejoins on its old claim, nothing is replaced (no Pod or claim delete
-// by the operator; an OrderedReady set is recreated with its Pods orphaned),
-// and the legacy reservation fields are dropped on the first write.
+// TestMigrationFromV005RollsOutAndRetiredMemberRejoinsOnItsDisk proves the
+// migration (docs/fleet-operator.md, "Migration from v0.0.5 and the 0023
+// controller") for both podManagementPolicies an adopted StatefulSet may have:
+// the fleet is rolled onto RollingUpdate and the current template (the gated
+// Pod and the retired one included), ends Parallel, the retired member comes
+// back in a new Pod and rejoins on its old claim, nothing is replaced (no Pod
+// or claim delete by the operator; an OrderedReady set is recreated with its
+// Pods orphaned), and the legacy reservation fields are dropped on the first
+// write.
 func TestMigrationFromV005RollsOutAndRetiredMemberRejoinsOnItsDisk(t *testing.T) {
 	for _, policy := range []appsv1.PodManagementPolicyType{appsv1.OrderedReadyPodManagement, appsv1.ParallelPodManagement} {
 		t.Run(string(policy), func(t *testing.T) {

@@ -8,7 +8,8 @@ import (
 	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
 )
 
-// Ports and paths of the celld runtime contract (DESIGN.md §5).
+// Ports and paths of the celld runtime contract (docs/fleet-operator.md,
+// "The celld runtime contract").
 const (
 	appPort        = 8080
 	peerPort       = 8081

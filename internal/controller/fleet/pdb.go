@@ -1,8 +1,9 @@
 package fleet
 
-// The fleet's PodDisruptionBudget: a fixed maxUnavailable of 1 (seed 000,
-// "Disruption budget"). A Pod that is not Ready counts against it, so node
-// drains proceed one member at a time; the operator never lowers it.
+// The fleet's PodDisruptionBudget: a fixed maxUnavailable of 1
+// (docs/fleet-operator.md, "Rollout and scaling"). A Pod that is not Ready
+// counts against it, so node drains proceed one member at a time; the operator
+// never lowers it.
 
 import (
 	"context"

@@ -1,16 +1,17 @@
 package fleet
 
-// RBAC exactly as seed 002 gives it. The ClusterRole covers only the fleet
-// API and StorageClass reads: no PersistentVolume, Node or VolumeAttachment
-// access. The namespaced Role (in the fleet namespace) grants Pod and claim
-// deletion (every delete is bound to the object's UID), Pod update for the
-// replacement handoff record and finalizer and for releasing Ordered members
-// into zones, Service update only to fill declared fields, and convergence of
-// workloads, budgets and NetworkPolicies. It grants no claim creation: the
-// StatefulSet creates claims. No verb the operator does not use is granted
-// (it never patches: every write is an Update bound to a resourceVersion);
-// the one addition to seed 002's list is recording the fleet's events
-// (events.k8s.io, the API the operator's recorder writes) in its namespace.
+// RBAC exactly as docs/fleet-operator.md ("Deployment notes") lists it. The
+// ClusterRole covers only the fleet API and StorageClass reads: no
+// PersistentVolume, Node or VolumeAttachment access. The namespaced Role (in
+// the fleet namespace) grants Pod and claim deletion (every delete is bound to
+// the object's UID), Pod update for the replacement handoff record and
+// finalizer and for releasing Ordered members into zones, Service update only
+// to fill declared fields, and convergence of workloads, budgets and
+// NetworkPolicies. It grants no claim creation: the StatefulSet creates claims.
+// No verb the operator does not use is granted (it never patches: every write
+// is an Update bound to a resourceVersion); the one grant beyond the rules
+// above is recording the fleet's events (events.k8s.io, the API the operator's
+// recorder writes) in its namespace.
 
 // +kubebuilder:rbac:groups=celld.eric.dev,resources=celldfleets,verbs=get;list;watch;update
 // +kubebuilder:rbac:groups=celld.eric.dev,resources=celldfleets/status,verbs=get;update

@@ -13,11 +13,12 @@ import (
 	"github.com/cellfleet/cellfleet/internal/testenv"
 )
 
-// TestGeneratedFleetRBACIsAsNarrowAsSeed002 reads the RBAC generated from
-// this package's markers and checks seed 002: the ClusterRole covers only the
-// fleet API and StorageClass reads; the namespaced Role grants Pod and claim
-// deletion, Pod update, Service update and budget update, and no claim
-// creation; nothing touches PersistentVolumes, Nodes or VolumeAttachments.
+// TestGeneratedFleetRBACIsAsNarrowAsSeed002 reads the RBAC generated from this
+// package's markers and checks it against docs/fleet-operator.md ("Deployment
+// notes"): the ClusterRole covers only the fleet API and StorageClass reads;
+// the namespaced Role grants Pod and claim deletion, Pod update, Service update
+// and budget update, and no claim creation; nothing touches PersistentVolumes,
+// Nodes or VolumeAttachments.
 func TestGeneratedFleetRBACIsAsNarrowAsSeed002(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "rbac", "fleet", "role.yaml"))
 	if err != nil {
@@ -71,7 +72,7 @@ func TestGeneratedFleetRBACIsAsNarrowAsSeed002(t *testing.T) {
 	}
 	// Every namespaced grant is one the operator uses; anything else (a
 	// wildcard, claim creation, a patch it never issues, Secrets, ...) widens
-	// the operator's reach beyond seed 002.
+	// the operator's reach beyond what "Deployment notes" lists.
 	roleAllows := map[string][]string{
 		"pods":                   {"get", "list", "watch", "update", "delete"},
 		"persistentvolumeclaims": {"get", "list", "watch", "delete"},

@@ -1,13 +1,13 @@
 package fleet
 
-// The reconcile is a flat list of gates. Each gate either lets the next one
-// run or stops with a finding; whatever happened, one function then writes
-// status from what the cluster reports. Order matters where the seed says so:
-// replacement holds left by an earlier reconciler are settled before runtime
-// validation and the workload gates (seed 000, "Replacement handoff"), and
-// self-healing of existing members runs after the workload gates whatever
-// they found, since no administrator is expected to intervene (seed 000,
-// "Self-healing").
+// The reconcile is a flat list of gates. Each gate either lets the next one run
+// or stops with a finding; whatever happened, one function then writes status
+// from what the cluster reports. Order matters in two places: replacement holds
+// left by an earlier reconciler are settled before runtime validation and the
+// workload gates (docs/fleet-operator.md, "The replacement handoff"), and
+// self-healing of existing members runs after the workload gates whatever they
+// found, since no administrator is expected to intervene
+// (docs/fleet-operator.md, "Self-healing").
 
 import (
 	"context"
@@ -32,14 +32,17 @@ import (
 	celldv1alpha1 "github.com/cellfleet/cellfleet/api/celld/v1alpha1"
 )
 
-// MinMemberReplacementDelay is seed 002's floor for --member-replacement-delay.
+// MinMemberReplacementDelay is the floor for --member-replacement-delay
+// (docs/fleet-operator.md, "Self-healing").
 const MinMemberReplacementDelay = time.Minute
 
-// DefaultMemberReplacementDelay is seed 000's default: it outlasts the roughly
-// six minutes Kubernetes takes to force-detach a volume from a lost node.
+// DefaultMemberReplacementDelay is the documented default
+// (docs/fleet-operator.md, "Self-healing"): it outlasts the roughly six minutes
+// Kubernetes takes to force-detach a volume from a lost node.
 const DefaultMemberReplacementDelay = 10 * time.Minute
 
-// Time constants of seed 000's self-healing rules.
+// Time constants of the self-healing rules (docs/fleet-operator.md,
+// "Self-healing").
 const (
 	// strandedAfterGrace: a member Pod still present this long after its
 	// termination grace ended is on a node that no longer answers.
@@ -182,11 +185,12 @@ func (r *Reconciler) reconcile(ctx context.Context, f *celldv1alpha1.CelldFleet,
 	if paused(f) {
 		return nil
 	}
-	// Healing of existing members does not wait on the workload gates (seed
-	// 000: "No administrator is expected to intervene"): an edited Service or
-	// a missing ServiceAccount stops the operator from changing the workload,
-	// not from force-deleting a stranded Pod or replacing a lost disk. Each
-	// healing rule carries its own safety conditions.
+	// Healing of existing members does not wait on the workload gates: no
+	// administrator is expected to intervene (docs/fleet-operator.md,
+	// "Self-healing"). An edited Service or a missing ServiceAccount stops the
+	// operator from changing the workload, not from force-deleting a stranded
+	// Pod or replacing a lost disk. Each healing rule carries its own safety
+	// conditions.
 	convergeErr := r.convergeWorkload(ctx, f, obs, rep)
 	return errors.Join(convergeErr, r.healMembers(ctx, f, obs, rep))
 }

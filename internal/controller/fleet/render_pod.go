@@ -1,12 +1,13 @@
 package fleet
 
 // The member Pod template shared by both profiles: the celld container as
-// DESIGN.md §5 describes it (ports 8080/8081, readiness on celld's health
-// endpoint and no liveness probe, because a restart destroys nothing and
-// celld's own gate decides readiness), a restricted security context, zone
-// spread and hostname anti-affinity (required in Strict, preferred in
-// Relaxed), and the restart token as an annotation so that changing it rolls
-// the members through the ordinary rolling update (seed 000, "Rollout").
+// docs/fleet-operator.md ("The celld runtime contract") describes it (ports
+// 8080/8081, readiness on celld's health endpoint and no liveness probe,
+// because a restart destroys nothing and celld's own gate decides readiness), a
+// restricted security context, zone spread and hostname anti-affinity (required
+// in Strict, preferred in Relaxed), and the restart token as an annotation so
+// that changing it rolls the members through the ordinary rolling update
+// (docs/fleet-operator.md, "Rollout and scaling").
 
 import (
 	"fmt"

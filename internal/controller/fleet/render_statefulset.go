@@ -1,12 +1,13 @@
 package fleet
 
 // The StatefulSet of a PersistentFleet (and of an Ordered Bucket fleet), as
-// seed 000's Decision gives it: RollingUpdate with partition 0, so Kubernetes
-// restarts one member at a time, highest ordinal first, waiting for each to be
-// Ready; Parallel Pod management, so growth creates a whole run at once; claim
-// retention Retain for scale-in and deletion, so every restart, upgrade and
-// scale-in keeps the member's disk; and claim templates labelled with the
-// fleet's UID, so a disk is never mistaken for another fleet's.
+// docs/fleet-operator.md ("Profiles", "Disks") gives it: RollingUpdate with
+// partition 0, so Kubernetes restarts one member at a time, highest ordinal
+// first, waiting for each to be Ready; Parallel Pod management, so growth
+// creates a whole run at once; claim retention Retain for scale-in and
+// deletion, so every restart, upgrade and scale-in keeps the member's disk; and
+// claim templates labelled with the fleet's UID, so a disk is never mistaken
+// for another fleet's.
 
 import (
 	"crypto/sha256"

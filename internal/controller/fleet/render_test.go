@@ -18,7 +18,7 @@ func envOf(c corev1.Container) map[string]corev1.EnvVar {
 }
 
 // TestPersistentFleetStatefulSetRendering proves the StatefulSet is rendered as
-// seed 000 and the celld contract say.
+// docs/fleet-operator.md ("Profiles", "The celld runtime contract") says.
 func TestPersistentFleetStatefulSetRendering(t *testing.T) {
 	fx := newFixture(t)
 	fx.runningFleet(3, func(f *celldv1alpha1.CelldFleet) {

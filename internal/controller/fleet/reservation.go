@@ -1,12 +1,13 @@
 package fleet
 
-// Bucket ownership through CelldStorageReservation (named after the bucket,
-// so the API server refuses a second one), and the reservation annotation.
-// Seed 000, "Reservation state": the annotation holds only capacity-policy
-// state, which exists once a fleet sets spec.capacity; it is removed when
-// there is none, and fields written by earlier releases (claim identities,
-// strict operations, disruption times, applied count, image, restart token,
-// workload identity) are dropped on the first write.
+// Bucket ownership through CelldStorageReservation (named after the bucket, so
+// the API server refuses a second one), and the reservation annotation. The
+// annotation (docs/fleet-operator.md, "Capacity policy" and "Migration from
+// v0.0.5 and the 0023 controller") holds only capacity-policy state, which
+// exists once a fleet sets spec.capacity; it is removed when there is none, and
+// fields written by earlier releases (claim identities, strict operations,
+// disruption times, applied count, image, restart token, workload identity) are
+// dropped on the first write.
 
 import (
 	"context"

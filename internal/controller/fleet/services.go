@@ -1,14 +1,14 @@
 package fleet
 
 // Services <fleet> (the application port) and headless <fleet>-peers (the
-// stable peer DNS names of PersistentFleet members). Seed 002: the operator
-// creates them, then only verifies them; it updates one only to fill fields a
-// newer release declares on an otherwise exactly matching operator-created
-// Service. Any other difference, in a field the operator renders or one that
-// routes traffic (externalIPs, sessionAffinityConfig, ipFamilies,
-// trafficDistribution), is InfrastructureBlocked naming the field: a Service
-// someone changed may route clients somewhere the operator cannot see
-// (docs/fleet-operator.md).
+// stable peer DNS names of PersistentFleet members). The operator creates them,
+// then only verifies them; it updates one only to fill fields a newer release
+// declares on an otherwise exactly matching operator-created Service. Any other
+// difference, in a field the operator renders or one that routes traffic
+// (externalIPs, sessionAffinityConfig, ipFamilies, trafficDistribution), is
+// InfrastructureBlocked naming the field: a Service someone changed may route
+// clients somewhere the operator cannot see (docs/fleet-operator.md,
+// "Profiles").
 
 import (
 	"context"

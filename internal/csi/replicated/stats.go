@@ -17,8 +17,8 @@ type HealthReason string
 
 const (
 	// ReasonOwnerGone: the staging mount answers ENOTCONN; its FUSE owner
-	// died. Unstage and stage again to recover (seed 003: transparent
-	// open-descriptor recovery is not promised).
+	// died. Unstage and stage again to recover: open descriptors are not
+	// recovered (docs/csi.md, "The replicated driver's node side").
 	ReasonOwnerGone HealthReason = "MountOwnerGone"
 	// ReasonNotMounted: the volume is recorded as staged but nothing is
 	// mounted at its staging path.

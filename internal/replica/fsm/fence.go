@@ -1,6 +1,7 @@
 package fsm
 
-// Fencing: one writer at a time on a single-writer volume (issue 11, item 6).
+// Fencing: one writer at a time on a single-writer volume
+// (docs/replica-engine.md, "Fencing").
 //
 // A single-writer mount opens a fencing epoch with a KindFence entry before
 // it serves anything: applying it raises the volume's epoch by one and
