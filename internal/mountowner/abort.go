@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -119,10 +120,12 @@ func mountFusectl() error {
 }
 
 // dyingLockHolder finds the process holding the flock on the file at path
-// (/proc/locks) and reports whether it is dying: its main thread has exited
-// (zombie) while another of its threads still runs, which is what a kill
-// leaves of an owner stuck in the kernel. Its descriptors, the lock and
-// its FUSE connections among them, stay open until that thread returns.
+// (/proc/locks) and reports whether it is dying: killed, with a thread
+// stuck in the kernel that the kill cannot reach. Its descriptors, the lock
+// and its FUSE connections among them, stay open until that thread
+// returns. When the stuck thread is another one, the main thread has
+// exited and shows as a zombie; when it is the main thread itself, it
+// shows uninterruptible with SIGKILL pending (killedOrZombie).
 func dyingLockHolder(path string) (pid int, dying bool, err error) {
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil {
@@ -146,7 +149,31 @@ func dyingLockHolder(path string) (pid int, dying bool, err error) {
 		if err != nil {
 			return pid, false, nil // gone meanwhile
 		}
-		return pid, strings.Contains(string(status), "\nState:\tZ"), nil
+		return pid, killedOrZombie(string(status)), nil
 	}
 	return 0, false, nil
+}
+
+// killedOrZombie reads /proc/PID/status: the main thread is a zombie, or
+// SIGKILL is pending for the process (ShdPnd) or the thread (SigPnd).
+func killedOrZombie(status string) bool {
+	const sigkill = uint64(1) << (unix.SIGKILL - 1)
+	for _, line := range strings.Split(status, "\n") {
+		key, val, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		val = strings.TrimSpace(val)
+		switch key {
+		case "State":
+			if strings.HasPrefix(val, "Z") {
+				return true
+			}
+		case "ShdPnd", "SigPnd":
+			if mask, err := strconv.ParseUint(val, 16, 64); err == nil && mask&sigkill != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }

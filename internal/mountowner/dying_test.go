@@ -22,16 +22,20 @@ import (
 )
 
 // stuckOwnerEnv makes the test binary act as an owner left dying by a
-// stuck thread (serveStuckOwner): its value is the lock file, then a
-// newline, then the mount directory.
+// stuck thread (serveStuckOwner): its value is the lock file, the mount
+// directory and "main" or "other" (the thread that gets stuck), one per
+// line.
 const stuckOwnerEnv = "MOUNTOWNER_TEST_STUCK_OWNER"
 
 // The child's side runs before TestMain (an init of the internal test
 // package, which the external one's TestMain cannot see).
 func init() {
 	if spec := os.Getenv(stuckOwnerEnv); spec != "" {
-		lock, dir, _ := strings.Cut(spec, "\n")
-		os.Exit(serveStuckOwner(lock, dir))
+		f := strings.Split(spec, "\n")
+		if len(f) != 3 {
+			os.Exit(2)
+		}
+		os.Exit(serveStuckOwner(f[0], f[1], f[2] == "main"))
 	}
 }
 
@@ -54,8 +58,8 @@ func (s *stuckFile) Getattr(context.Context, fs.FileHandle, *fuse.AttrOut) sysca
 // answer no one will give: the process never finishes exiting, and its
 // lock and FUSE connection stay open (what the nemesis found of an owner
 // stuck in a cache invalidation, docs/qualification.md).
-func serveStuckOwner(lockPath, dir string) int {
-	runtime.LockOSThread() // the stuck call must not run on the main thread
+func serveStuckOwner(lockPath, dir string, onMain bool) int {
+	runtime.LockOSThread() // this goroutine keeps the main thread
 	lock, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600)
 	if err == nil {
 		err = unix.Flock(int(lock.Fd()), unix.LOCK_EX)
@@ -73,10 +77,18 @@ func serveStuckOwner(lockPath, dir string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	go func() {
+	stuck := func() {
 		var st unix.Stat_t
 		_ = unix.Stat(filepath.Join(dir, "stuck"), &st)
-	}()
+	}
+	if onMain {
+		go func() {
+			<-file.entered
+			os.Stdout.WriteString("STUCK\n")
+		}()
+		stuck()
+	}
+	go stuck()
 	<-file.entered
 	os.Stdout.WriteString("STUCK\n")
 	select {}
@@ -86,12 +98,20 @@ func serveStuckOwner(lockPath, dir string) int {
 // thread waits in the kernel on its own mount holds the owner lock for
 // ever, and a new owner refused to start ("another mount owner holds").
 // takeLock sees the holder dying, aborts the connections its records name,
-// and gets the lock once the process has ended.
+// and gets the lock once the process has ended. The stuck thread may be
+// the main one (the nemesis found it so: the process then shows
+// uninterruptible with SIGKILL pending, not as a zombie) or another.
 func TestAnOwnerLeftDyingByAStuckThreadIsTakenOver(t *testing.T) {
+	for _, thread := range []string{"other", "main"} {
+		t.Run(thread+" thread stuck", func(t *testing.T) { takeOverFromDyingOwner(t, thread) })
+	}
+}
+
+func takeOverFromDyingOwner(t *testing.T, thread string) {
 	state, target := t.TempDir(), t.TempDir()
 	lockPath := filepath.Join(state, "owner.lock")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), stuckOwnerEnv+"="+lockPath+"\n"+target)
+	cmd.Env = append(os.Environ(), stuckOwnerEnv+"="+lockPath+"\n"+target+"\n"+thread)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -50,7 +50,15 @@ func (o *Owner) Start(ctx context.Context) error {
 	}
 	o.cmd = cmd
 	o.oc = api.NewClient(o.Socket())
-	if err := WaitFor(ctx, 30*time.Second, func() bool { _, err := o.oc.List(ctx); return err == nil }); err != nil {
+	// Each ask has its own deadline: a socket whose owner is stuck in the
+	// kernel accepts a connection and never answers.
+	answers := func() bool {
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, err := o.oc.List(actx)
+		return err == nil
+	}
+	if err := WaitFor(ctx, 30*time.Second, answers); err != nil {
 		return fmt.Errorf("mount owner did not answer: %w", err)
 	}
 	return nil
