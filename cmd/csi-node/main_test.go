@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -24,6 +23,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/cellfleet/cellfleet/internal/csi/csitest/loopowner"
+	"github.com/cellfleet/cellfleet/internal/testsupport/proccluster"
 )
 
 // loopOwnerEnv switches the test binary into mount-owner mode: its value is
@@ -36,20 +36,13 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(loopOwnerEnv); spec != "" {
 		os.Exit(runLoopOwner(spec))
 	}
-	dir, err := os.MkdirTemp("", "csi-node-bin")
-	if err != nil {
+	var err error
+	if pluginBinary, err = proccluster.Binary("github.com/cellfleet/cellfleet/cmd/csi-node"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	pluginBinary = filepath.Join(dir, "csi-node")
-	build := exec.Command("go", "build", "-o", pluginBinary, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build csi-node:", err)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	proccluster.RemoveBinaries()
 	os.Exit(code)
 }
 

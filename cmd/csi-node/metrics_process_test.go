@@ -1,16 +1,17 @@
 package main
 
 import (
+	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cellfleet/cellfleet/internal/csi/csitest"
 	"github.com/cellfleet/cellfleet/internal/csi/local"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
+	"github.com/cellfleet/cellfleet/internal/testsupport/proccluster"
 )
 
 // TestPluginServesMetricsAndHealth: with --metrics-address the plugin
@@ -18,12 +19,7 @@ import (
 // 200 while the driver is ready.
 func TestPluginServesMetricsAndHealth(t *testing.T) {
 	base := t.TempDir()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := lis.Addr().String()
-	lis.Close()
+	addr := fmt.Sprintf("127.0.0.1:%d", proccluster.FreePorts(t, 1))
 	startPlugin(t, filepath.Join(base, "csi.sock"), "--driver="+local.DriverName, "--data-root="+filepath.Join(base, "data"),
 		"--state-dir="+filepath.Join(base, "state"), "--kubelet-dir="+filepath.Join(base, "kubelet"), "--metrics-address="+addr)
 
@@ -37,9 +33,15 @@ func TestPluginServesMetricsAndHealth(t *testing.T) {
 		return resp.StatusCode, string(body), err
 	}
 	const probeCounted = `cellfleet_csi_rpc_total{code="OK",driver="local.storage.eric.dev",method="/csi.v1.Identity/Probe"}`
-	csitest.WaitFor(t, "/metrics counts the Probe calls startPlugin made", 10*time.Second, func() (bool, error) {
+	poll.Until(t, 10*time.Second, "/metrics counts the Probe calls startPlugin made", func() error {
 		code, body, err := get("/metrics")
-		return err == nil && code == http.StatusOK && strings.Contains(body, probeCounted), err
+		switch {
+		case err != nil:
+			return err
+		case code != http.StatusOK || !strings.Contains(body, probeCounted):
+			return fmt.Errorf("/metrics answered %d without %s", code, probeCounted)
+		}
+		return nil
 	})
 	code, body, err := get("/healthz")
 	if err != nil || code != http.StatusOK {

@@ -15,8 +15,9 @@ import (
 	"github.com/cellfleet/cellfleet/internal/csi/csitest"
 	"github.com/cellfleet/cellfleet/internal/csi/mountpath"
 	"github.com/cellfleet/cellfleet/internal/csi/replicated"
-	"github.com/cellfleet/cellfleet/internal/fuse/fusetest"
 	"github.com/cellfleet/cellfleet/internal/mountowner/api"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
+	"github.com/cellfleet/cellfleet/internal/testsupport/proccluster"
 )
 
 // TestRealMountOwnerVolumeServesThroughPluginRestarts is the whole node data
@@ -27,20 +28,16 @@ import (
 func TestRealMountOwnerVolumeServesThroughPluginRestarts(t *testing.T) {
 	csitest.RequireRoot(t)
 	base := t.TempDir()
-	replicaHost, err := fusetest.Build(base, "cmd/replica-host")
-	if err != nil {
-		t.Fatalf("build replica-host: %v", err)
-	}
-	cluster := fusetest.Start(t, replicaHost, 1<<30)
+	cluster := proccluster.Start(t, proccluster.Options{Capacity: 1 << 30, Timing: proccluster.FastTiming})
 
 	ownerSocket := filepath.Join(base, "owner.sock")
 	owner := start(t, exec.Command(pluginBinary, "mount-owner", "--socket="+ownerSocket,
 		"--state-dir="+filepath.Join(base, "owner-state"), "--node-name=node-a", "--log-level=warn"))
 	// Registered after the owner so it runs before the owner is killed.
 	csitest.CleanupMounts(t, base)
-	csitest.WaitFor(t, "the mount owner listens", 30*time.Second, func() (bool, error) {
+	poll.Until(t, 30*time.Second, "the mount owner listens", func() error {
 		_, err := replicated.NewOwnerClient(ownerSocket).List(context.Background())
-		return err == nil, err
+		return err
 	})
 
 	staging := filepath.Join(base, "kubelet", "plugins", "staging", "vol")

@@ -16,9 +16,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	registerv1 "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
-	"github.com/cellfleet/cellfleet/internal/csi/csitest"
 	"github.com/cellfleet/cellfleet/internal/csi/local"
 	"github.com/cellfleet/cellfleet/internal/csi/replicated"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
 )
 
 // kubelet plays the kubelet's plugin watcher against a registration socket:
@@ -95,9 +95,9 @@ func TestKubeletRegistersTheDriver(t *testing.T) {
 			}
 			plugin, _ := startPlugin(t, socket, args...)
 			regSocket := filepath.Join(regDir, driver+"-reg.sock")
-			csitest.WaitFor(t, "the registration socket appears", 30*time.Second, func() (bool, error) {
+			poll.UntilTrue(t, 30*time.Second, "the registration socket appears", func() bool {
 				_, err := os.Stat(regSocket)
-				return err == nil, nil
+				return err == nil
 			})
 			st, err := os.Stat(regSocket)
 			if err != nil {
@@ -124,8 +124,8 @@ func TestKubeletRegistersTheDriver(t *testing.T) {
 				t.Fatalf("NodeGetInfo on the announced endpoint = %v, %v; want node-a", node, err)
 			}
 			k.notify(true, "")
-			csitest.WaitFor(t, "the plugin logs the registration", 10*time.Second, func() (bool, error) {
-				return strings.Contains(plugin.out.String(), "registered with the kubelet"), nil
+			poll.UntilTrue(t, 10*time.Second, "the plugin logs the registration", func() bool {
+				return strings.Contains(plugin.out.String(), "registered with the kubelet")
 			})
 
 			// Hold the refused socket's inode open: once the plugin removes
@@ -142,9 +142,9 @@ func TestKubeletRegistersTheDriver(t *testing.T) {
 			}
 			first := pinned.Ino
 			k.notify(false, "driver name already registered by another plugin")
-			csitest.WaitFor(t, "a new registration socket replaces the refused one", 30*time.Second, func() (bool, error) {
+			poll.UntilTrue(t, 30*time.Second, "a new registration socket replaces the refused one", func() bool {
 				ino, err := inode(regSocket)
-				return err == nil && ino != first, nil
+				return err == nil && ino != first
 			})
 			if !strings.Contains(plugin.out.String(), "driver name already registered by another plugin") {
 				t.Fatalf("the plugin did not log the kubelet's refusal:\n%s", plugin.out)

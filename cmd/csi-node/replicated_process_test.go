@@ -20,6 +20,7 @@ import (
 	"github.com/cellfleet/cellfleet/internal/csi/csitest/loopowner"
 	"github.com/cellfleet/cellfleet/internal/csi/mountpath"
 	"github.com/cellfleet/cellfleet/internal/csi/replicated"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
 )
 
 // replicatedRig is a mount owner process, a plugin process and the paths of
@@ -46,9 +47,9 @@ func newReplicatedRig(t *testing.T) *replicatedRig {
 	r.owner = start(t, owner)
 	// Registered after the owner so it runs before the owner is killed.
 	csitest.CleanupMounts(t, base)
-	csitest.WaitFor(t, "the mount owner listens", 30*time.Second, func() (bool, error) {
+	poll.Until(t, 30*time.Second, "the mount owner listens", func() error {
 		_, err := replicated.NewOwnerClient(r.ownerSocket).List(context.Background())
-		return err == nil, err
+		return err
 	})
 	r.pluginArgs = []string{"--driver=" + replicated.DriverName, "--state-dir=" + filepath.Join(base, "state"),
 		"--kubelet-dir=" + filepath.Join(base, "kubelet"), "--mount-owner-socket=" + r.ownerSocket}
@@ -167,14 +168,14 @@ func (a *app) halt() error {
 func (a *app) waitRounds(t *testing.T, n int64) {
 	t.Helper()
 	target := a.rounds.Load() + n
-	csitest.WaitFor(t, fmt.Sprintf("the application completes %d more read/write rounds", n), 60*time.Second, func() (bool, error) {
+	poll.UntilTrue(t, 60*time.Second, fmt.Sprintf("the application completes %d more read/write rounds", n), func() bool {
 		a.mu.Lock()
 		err := a.err
 		a.mu.Unlock()
 		if err != nil {
 			t.Fatalf("the application's I/O must not fail: %v", err)
 		}
-		return a.rounds.Load() >= target, nil
+		return a.rounds.Load() >= target
 	})
 }
 

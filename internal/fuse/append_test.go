@@ -64,14 +64,14 @@ func TestConcurrentAppendsAcrossCoordinatorChange(t *testing.T) {
 			}
 		}()
 	}
-	fusetestWait(t, "a third of the appends committed", func() bool { return committed.Load() >= 2*perWriter/3 })
+	waitUntil(t, "a third of the appends committed", func() bool { return committed.Load() >= 2*perWriter/3 })
 	before := committed.Load()
 	victim := c.KillCoordinator(t)
 	gone := committed.Load()
 	t.Logf("killed coordinator r%d after %d committed appends", victim, before)
 	// At most one append per writer was in flight when the process died:
 	// more than two acknowledged since include appends made after it.
-	fusetestWait(t, "a third of the appends committed after the kill", func() bool {
+	waitUntil(t, "a third of the appends committed after the kill", func() bool {
 		return committed.Load() >= gone+2+perWriter/3
 	})
 	close(stop)

@@ -28,8 +28,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	cfuse "github.com/cellfleet/cellfleet/internal/fuse"
-	"github.com/cellfleet/cellfleet/internal/fuse/fusetest"
-	"github.com/cellfleet/cellfleet/internal/replica"
+	"github.com/cellfleet/cellfleet/internal/testsupport/proccluster"
 )
 
 // benchTarget is a directory to run a workload in, and the processor time
@@ -55,7 +54,7 @@ func (t benchTargets) all() []benchTarget { return []benchTarget{t.raw, t.loop, 
 // them.
 func benchSetup(b *testing.B, opt cfuse.Options) benchTargets {
 	b.Helper()
-	c := &cluster{fusetest.StartWithTiming(b, replicaHostBin, 8<<30, replica.Timing{})}
+	c := &cluster{proccluster.Start(b, proccluster.Options{Capacity: 8 << 30})}
 	m := c.mount(b, opt)
 	rawDir := filepath.Join(b.TempDir(), "raw")
 	if err := os.Mkdir(rawDir, 0o755); err != nil {

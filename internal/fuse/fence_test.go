@@ -51,7 +51,7 @@ func TestSecondSingleWriterMountFencesTheFirst(t *testing.T) {
 	// Idle, the first mount touches nothing the kernel has not cached: only
 	// its own epoch check can learn of the fence, and then its cached pages
 	// must go.
-	fusetestWait(t, "the first mount's cached reads to fail with EIO", func() bool {
+	waitUntil(t, "the first mount's cached reads to fail with EIO", func() bool {
 		_, err := f.ReadAt(make([]byte, 16), 0)
 		return errors.Is(err, syscall.EIO)
 	})

@@ -343,7 +343,7 @@ func TestFsxSurvivesCoordinatorKilledTwice(t *testing.T) {
 	// The kills run on the test goroutine: a failed kill fails the test
 	// here, and nothing outlives it.
 	kill := func(at int64) int {
-		fusetestWait(t, fmt.Sprintf("operation %d of the run", at), func() bool { return run.done.Load() >= at })
+		waitUntil(t, fmt.Sprintf("operation %d of the run", at), func() bool { return run.done.Load() >= at })
 		before := run.done.Load()
 		if before >= total {
 			t.Fatalf("the run ended (%d operations) before the kill planned at operation %d", before, at)
@@ -354,7 +354,7 @@ func TestFsxSurvivesCoordinatorKilledTwice(t *testing.T) {
 		// Operations cross the kill: each worker has at most one in flight,
 		// so more than fsxWorkers completed after the process was gone
 		// include one begun after it, under the new coordinator.
-		fusetestWait(t, "operations after the kill", func() bool {
+		waitUntil(t, "operations after the kill", func() bool {
 			n := run.done.Load()
 			return n > gone+fsxWorkers || n >= total
 		})

@@ -18,7 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cellfleet/cellfleet/internal/fuse/fusetest"
+	"github.com/cellfleet/cellfleet/internal/testsupport/proccluster"
 )
 
 const (
@@ -135,7 +135,7 @@ func glusterCPU() time.Duration {
 		if err != nil || !strings.HasPrefix(string(comm), "gluster") {
 			continue
 		}
-		sum += fusetest.ProcessCPU(pid)
+		sum += proccluster.ProcessCPU(pid)
 	}
 	return sum
 }

@@ -1,8 +1,8 @@
 package fuse_test
 
 // The test harness: a three-replica volume served by real replica-host
-// processes (fusetest), and real FUSE mounts of it. The replica-host binary
-// is built once per test package in TestMain.
+// processes (proccluster), and real FUSE mounts of it. The replica-host
+// binary is built once per test binary, on the first cluster's start.
 
 import (
 	"context"
@@ -16,10 +16,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	cfuse "github.com/cellfleet/cellfleet/internal/fuse"
-	"github.com/cellfleet/cellfleet/internal/fuse/fusetest"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
+	"github.com/cellfleet/cellfleet/internal/testsupport/proccluster"
 )
 
-var replicaHostBin, childBin string
+var childBin string
 
 func copyExecutable(from, to string) (string, error) {
 	b, err := os.ReadFile(from)
@@ -50,6 +51,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	defer proccluster.RemoveBinaries()
 	// Unprivileged children re-execute this binary: give them a copy they
 	// may reach.
 	if err := os.Chmod(dir, 0o755); err != nil {
@@ -60,17 +62,14 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if replicaHostBin, err = fusetest.Build(dir, "cmd/replica-host"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	return m.Run()
 }
 
-type cluster struct{ *fusetest.Cluster }
+type cluster struct{ *proccluster.Cluster }
 
 func startCluster(t testing.TB, capacity uint64) *cluster {
-	return &cluster{fusetest.Start(t, replicaHostBin, capacity)}
+	t.Helper()
+	return &cluster{proccluster.Start(t, proccluster.Options{Capacity: capacity, Timing: proccluster.FastTiming})}
 }
 
 // mount mounts the volume at a fresh directory, unmounted in Cleanup.
@@ -119,7 +118,9 @@ func unmountForCleanup(t testing.TB, m *cfuse.Mount) {
 	}
 }
 
-func fusetestWait(t testing.TB, what string, cond func() bool) {
+// waitUntil is the FUSE tests' wait (poll.UntilTrue) with the one timeout
+// they share.
+func waitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	fusetest.WaitFor(t, what, 2*time.Minute, cond)
+	poll.UntilTrue(t, 2*time.Minute, what, cond)
 }

@@ -19,14 +19,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cellfleet/cellfleet/internal/fuse/fusetest"
+	"github.com/cellfleet/cellfleet/internal/testsupport/proccluster"
 )
 
 // loopbackKind is which loopback program a baseline runs.
@@ -50,15 +49,6 @@ var (
 		"github.com/cellfleet/cellfleet/internal/fuse/fusetest/copyloopback", nil}
 )
 
-// loopbackBuild is one program's build, made once per test binary.
-type loopbackBuild struct {
-	once sync.Once
-	bin  string
-	err  error
-}
-
-var loopbackBuilds sync.Map // package path → *loopbackBuild
-
 // loopback is one running mount of a loopback program.
 type loopback struct {
 	dir  string // the mount point
@@ -66,19 +56,15 @@ type loopback struct {
 	cmd  *exec.Cmd
 }
 
-func (l *loopback) CPU() time.Duration { return fusetest.ProcessCPU(l.cmd.Process.Pid) }
+func (l *loopback) CPU() time.Duration { return proccluster.ProcessCPU(l.cmd.Process.Pid) }
 
 // startLoopback mounts a loopback program over a fresh directory of this
 // disk.
 func startLoopback(b testing.TB, kind loopbackKind) *loopback {
 	b.Helper()
-	v, _ := loopbackBuilds.LoadOrStore(kind.pkg, &loopbackBuild{})
-	build := v.(*loopbackBuild)
-	build.once.Do(func() {
-		build.bin, build.err = fusetest.BuildPackage(filepath.Dir(replicaHostBin), kind.pkg)
-	})
-	if build.err != nil {
-		b.Fatalf("build %s: %v", kind.what, build.err)
+	bin, err := proccluster.Binary(kind.pkg)
+	if err != nil {
+		b.Fatalf("build %s: %v", kind.what, err)
 	}
 	tmp := b.TempDir()
 	l := &loopback{dir: filepath.Join(tmp, "loop"), orig: filepath.Join(tmp, "orig")}
@@ -91,7 +77,7 @@ func startLoopback(b testing.TB, kind loopbackKind) *loopback {
 	if err := unix.Stat(l.dir, &before); err != nil {
 		b.Fatal(err)
 	}
-	l.cmd = exec.Command(build.bin, append(slices.Clone(kind.args), l.dir, l.orig)...)
+	l.cmd = exec.Command(bin, append(slices.Clone(kind.args), l.dir, l.orig)...)
 	l.cmd.Stdout, l.cmd.Stderr = os.Stderr, os.Stderr
 	if err := l.cmd.Start(); err != nil {
 		b.Fatalf("start %s: %v", kind.what, err)
@@ -109,7 +95,7 @@ func startLoopback(b testing.TB, kind loopbackKind) *loopback {
 		}
 	})
 	// Mounted once the mount point is another device.
-	fusetestWait(b, kind.what+" is mounted", func() bool {
+	waitUntil(b, kind.what+" is mounted", func() bool {
 		var st unix.Stat_t
 		return unix.Stat(l.dir, &st) == nil && st.Dev != before.Dev
 	})

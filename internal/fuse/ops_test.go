@@ -131,7 +131,7 @@ func TestOperations(t *testing.T) {
 				t.Fatalf("a %s lock held by another process must refuse ours, got %v", kind, err)
 			}
 			release()
-			fusetestWait(t, "the lock to become free after its holder exited", func() bool { return try() == nil })
+			waitUntil(t, "the lock to become free after its holder exited", func() bool { return try() == nil })
 		})
 	}
 	t.Run("a read-only mount refuses writes", func(t *testing.T) {
@@ -201,7 +201,7 @@ func TestQuorumLossAnswersEIO(t *testing.T) {
 	for _, i := range dead {
 		c.Restart(i)
 	}
-	fusetestWait(t, "writes to commit again once a quorum is back", func() bool {
+	waitUntil(t, "writes to commit again once a quorum is back", func() bool {
 		_, err := f.WriteAt([]byte("quorum back"), 200)
 		return err == nil && f.Sync() == nil
 	})

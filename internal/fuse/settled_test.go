@@ -38,7 +38,7 @@ func (c *cluster) loseQuorum(t *testing.T) (heal func()) {
 // stallQuorum pauses both replicas that are not the coordinator (alive, but
 // they answer nothing) and returns a function that resumes them. Resuming
 // forks nothing, so it may heal the volume while this process holds files
-// with writes queued (fusetest.Cluster.Pause).
+// with writes queued (proccluster.Cluster.Pause).
 func (c *cluster) stallQuorum(t *testing.T) (heal func()) {
 	t.Helper()
 	stalled := c.followers(t)
@@ -173,7 +173,7 @@ func TestACloseReportsWhatItsFsyncWould(t *testing.T) {
 			t.Fatalf("the writer's close after a close it did not make: %v, want EIO", err)
 		}
 		heal()
-		fusetestWait(t, "writes to commit again once a quorum is back", func() bool {
+		waitUntil(t, "writes to commit again once a quorum is back", func() bool {
 			return os.WriteFile(filepath.Join(mnt, "probe"), []byte("x"), 0o644) == nil
 		})
 		g, err := os.OpenFile(path, os.O_WRONLY, 0)

@@ -86,14 +86,15 @@ func rules() []rule {
 // testSupport are the packages whose doc comments say production code must
 // never import them.
 var testSupport = map[string]string{
-	"hack/internal/localvolume":      "hack/internal/localvolume/localvolume.go",
-	"internal/testfs/powercut":       "internal/testfs/powercut/doc.go",
-	"internal/testfs/memdir":         "internal/testfs/memdir/memdir.go",
-	"internal/fuse/fusetest":         "internal/fuse/fusetest/cluster.go",
-	"internal/csi/csitest":           "internal/csi/csitest/csitest.go",
-	"internal/csi/csitest/loopowner": "internal/csi/csitest/loopowner/loopowner.go",
-	"internal/testenv":               "internal/testenv/testenv.go",
-	"internal/testenv/nodestack":     "internal/testenv/nodestack/nodestack.go",
+	"hack/internal/localvolume":        "hack/internal/localvolume/localvolume.go",
+	"internal/testfs/powercut":         "internal/testfs/powercut/doc.go",
+	"internal/testfs/memdir":           "internal/testfs/memdir/memdir.go",
+	"internal/csi/csitest":             "internal/csi/csitest/csitest.go",
+	"internal/csi/csitest/loopowner":   "internal/csi/csitest/loopowner/loopowner.go",
+	"internal/testenv":                 "internal/testenv/testenv.go",
+	"internal/testsupport/proccluster": "internal/testsupport/proccluster/doc.go",
+	"internal/testsupport/poll":        "internal/testsupport/poll/poll.go",
+	"internal/testenv/nodestack":       "internal/testenv/nodestack/nodestack.go",
 }
 
 // production reports whether pkg is production code: not test support and

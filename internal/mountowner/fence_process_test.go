@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cellfleet/cellfleet/internal/fuse/fusetest"
 	"github.com/cellfleet/cellfleet/internal/mountowner/api"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
 )
 
 // TestSessionFencedByAnotherOwnersMountSaysSo: two mount owners (two nodes)
@@ -19,7 +19,7 @@ import (
 // epoch and, once the second mounts, says it is fenced, and its mount
 // answers EIO.
 func TestSessionFencedByAnotherOwnersMountSaysSo(t *testing.T) {
-	c := fusetest.Start(t, replicaHostBin, 1<<30)
+	c := startVolume(t)
 	var owners []*ownerProc
 	var targets []string
 	for _, node := range []string{"a", "b"} {
@@ -47,7 +47,7 @@ func TestSessionFencedByAnotherOwnersMountSaysSo(t *testing.T) {
 	if second.FencingEpoch != 2 {
 		t.Fatalf("second session opened epoch %d, want 2", second.FencingEpoch)
 	}
-	fusetest.WaitFor(t, "the first owner to report its session fenced", time.Minute, func() bool {
+	poll.UntilTrue(t, time.Minute, "the first owner to report its session fenced", func() bool {
 		list, err := owners[0].client.List(ctx)
 		return err == nil && len(list) == 1 && list[0].State == api.StateMounted &&
 			strings.HasPrefix(list[0].Reason, "Fenced:")

@@ -18,12 +18,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cellfleet/cellfleet/internal/fuse/fusetest"
 	"github.com/cellfleet/cellfleet/internal/mountowner"
 	"github.com/cellfleet/cellfleet/internal/mountowner/api"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
+	"github.com/cellfleet/cellfleet/internal/testsupport/proccluster"
 )
 
-var replicaHostBin, csiNodeBin string
+var csiNodeBin string
 
 func TestMain(m *testing.M) {
 	if os.Getuid() != 0 {
@@ -36,21 +37,13 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(mountowner.HungServerEnv); dir != "" {
 		os.Exit(mountowner.ServeHungMount(dir))
 	}
-	dir, err := os.MkdirTemp("", "mountowner-test-bin-")
-	if err != nil {
+	var err error
+	if csiNodeBin, err = proccluster.Binary("github.com/cellfleet/cellfleet/cmd/csi-node"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := func() int {
-		defer os.RemoveAll(dir)
-		for pkg, bin := range map[string]*string{"cmd/replica-host": &replicaHostBin, "cmd/csi-node": &csiNodeBin} {
-			if *bin, err = fusetest.Build(dir, pkg); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				return 1
-			}
-		}
-		return m.Run()
-	}()
+	code := m.Run()
+	proccluster.RemoveBinaries()
 	os.Exit(code)
 }
 
@@ -73,7 +66,7 @@ func startOwner(t *testing.T, stateDir, socket string) *ownerProc {
 	p := &ownerProc{cmd: cmd, exited: make(chan struct{}), socket: socket, client: api.NewClient(socket)}
 	go func() { _ = cmd.Wait(); close(p.exited) }()
 	t.Cleanup(p.kill)
-	fusetest.WaitFor(t, "the mount owner's socket answering", 30*time.Second, func() bool {
+	poll.UntilTrue(t, 30*time.Second, "the mount owner's socket answering", func() bool {
 		_, err := p.client.List(context.Background())
 		return err == nil
 	})
@@ -85,7 +78,7 @@ func (p *ownerProc) kill() {
 	<-p.exited
 }
 
-func mountRequest(t *testing.T, c *fusetest.Cluster, target string) api.MountRequest {
+func mountRequest(t *testing.T, c *proccluster.Cluster, target string) api.MountRequest {
 	t.Helper()
 	ca, err := os.ReadFile(c.CAFile)
 	if err != nil {
@@ -120,7 +113,7 @@ func statErr(path string) error {
 // owner start detaches the stale mount and reports it Lost; a new mount of
 // the volume reads every byte that was committed before the kill.
 func TestOwnerKilledWhileBusyLeavesMountTheNextStartCleans(t *testing.T) {
-	c := fusetest.Start(t, replicaHostBin, 1<<30)
+	c := startVolume(t)
 	base := t.TempDir()
 	state, socket, target := filepath.Join(base, "state"), filepath.Join(base, "owner.sock"), filepath.Join(base, "staging")
 	if err := os.Mkdir(target, 0o750); err != nil {
@@ -223,7 +216,7 @@ func runClient(spec string) int {
 // its mount request is in flight, and another killed after its mount, leave
 // the mount serving.
 func TestKilledSocketClientNeverAffectsMount(t *testing.T) {
-	c := fusetest.Start(t, replicaHostBin, 1<<30)
+	c := startVolume(t)
 	base := t.TempDir()
 	state, socket, target := filepath.Join(base, "state"), filepath.Join(base, "owner.sock"), filepath.Join(base, "staging")
 	if err := os.Mkdir(target, 0o750); err != nil {
@@ -241,7 +234,7 @@ func TestKilledSocketClientNeverAffectsMount(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Kill the client as soon as the owner has started on its request.
-	fusetest.WaitFor(t, "the owner to start the client's mount", 30*time.Second, func() bool {
+	poll.UntilTrue(t, 30*time.Second, "the owner to start the client's mount", func() bool {
 		_, err := os.Stat(filepath.Join(state, "sessions", "vol.json"))
 		return err == nil
 	})
@@ -249,7 +242,7 @@ func TestKilledSocketClientNeverAffectsMount(t *testing.T) {
 	_ = client.Wait()
 
 	ctx := context.Background()
-	fusetest.WaitFor(t, "the mount to complete after its client died", 60*time.Second, func() bool {
+	poll.UntilTrue(t, 60*time.Second, "the mount to complete after its client died", func() bool {
 		ss, err := owner.client.List(ctx)
 		return err == nil && len(ss) == 1 && ss[0].State == api.StateMounted
 	})
@@ -263,4 +256,10 @@ func TestKilledSocketClientNeverAffectsMount(t *testing.T) {
 	if err := owner.client.Unmount(ctx, target); err != nil {
 		t.Fatalf("unmount by target: %v", err)
 	}
+}
+
+// startVolume starts a 1 GiB volume of three replica-host processes.
+func startVolume(t *testing.T) *proccluster.Cluster {
+	t.Helper()
+	return proccluster.Start(t, proccluster.Options{Capacity: 1 << 30, Timing: proccluster.FastTiming})
 }

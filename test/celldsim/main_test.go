@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
 	"github.com/cellfleet/cellfleet/test/celldsim/internal/member"
 	"github.com/cellfleet/cellfleet/test/celldsim/internal/store"
 )
@@ -136,18 +137,6 @@ func (p *proc) holds(key string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("within %s: %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // diskRecords opens a stopped member's disk and returns what it holds.
 func diskRecords(t *testing.T, dir string) map[string]string {
 	t.Helper()
@@ -166,7 +155,7 @@ func diskRecords(t *testing.T, dir string) map[string]string {
 func TestWriteIsAcknowledgedOnlyAfterItsFsyncAndAPeerCopy(t *testing.T) {
 	a, b := newProc(t, "a"), newProc(t, "b")
 	a.start([]*proc{b}, "CELLD_SIM_BOOTSTRAP_MS=0", "CELLD_SIM_PEER_TIMEOUT_MS=300")
-	eventually(t, 10*time.Second, "a new member with no peer reachable starts empty and healthy", a.healthy)
+	poll.UntilTrue(t, 10*time.Second, "a new member with no peer reachable starts empty and healthy", a.healthy)
 
 	code, err := a.put("lonely", "v")
 	if err != nil || code == http.StatusOK {
@@ -174,7 +163,7 @@ func TestWriteIsAcknowledgedOnlyAfterItsFsyncAndAPeerCopy(t *testing.T) {
 	}
 
 	b.start([]*proc{a}, "CELLD_SIM_BOOTSTRAP_MS=60000")
-	eventually(t, 10*time.Second, "b recovers from a and turns healthy", b.healthy)
+	poll.UntilTrue(t, 10*time.Second, "b recovers from a and turns healthy", b.healthy)
 	var acked []string
 	for i := range 20 {
 		key := fmt.Sprintf("k%02d", i)
@@ -200,7 +189,7 @@ func TestFreshDiskRecoversFromAPeerBeforeItReportsHealthy(t *testing.T) {
 	a, b, c := newProc(t, "a"), newProc(t, "b"), newProc(t, "c")
 	a.start([]*proc{b, c}, "CELLD_SIM_BOOTSTRAP_MS=0")
 	b.start([]*proc{a, c}, "CELLD_SIM_BOOTSTRAP_MS=0")
-	eventually(t, 10*time.Second, "a and b healthy", func() bool { return a.healthy() && b.healthy() })
+	poll.UntilTrue(t, 10*time.Second, "a and b healthy", func() bool { return a.healthy() && b.healthy() })
 	const n = 50
 	for i := range n {
 		key := fmt.Sprintf("r%03d", i)
@@ -212,7 +201,7 @@ func TestFreshDiskRecoversFromAPeerBeforeItReportsHealthy(t *testing.T) {
 	a.signal(syscall.SIGSTOP)
 	b.signal(syscall.SIGSTOP)
 	c.start([]*proc{a, b}, "CELLD_SIM_BOOTSTRAP_MS=120000", "CELLD_SIM_PEER_TIMEOUT_MS=200")
-	eventually(t, 10*time.Second, "c serves /state", func() bool { _, err := c.state(); return err == nil })
+	poll.UntilTrue(t, 10*time.Second, "c serves /state", func() bool { _, err := c.state(); return err == nil })
 	for range 10 {
 		if c.healthy() {
 			t.Fatal("a member on a fresh disk reported healthy before it recovered from a peer")
@@ -223,7 +212,7 @@ func TestFreshDiskRecoversFromAPeerBeforeItReportsHealthy(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	a.signal(syscall.SIGCONT)
-	eventually(t, 30*time.Second, "c recovers from a once a answers", c.healthy)
+	poll.UntilTrue(t, 30*time.Second, "c recovers from a once a answers", c.healthy)
 	s, err := c.state()
 	if err != nil {
 		t.Fatal(err)
@@ -243,18 +232,18 @@ func TestSIGTERMDrainsTheWritesInFlightBeforeExiting(t *testing.T) {
 	a, b := newProc(t, "a"), newProc(t, "b")
 	a.start([]*proc{b}, "CELLD_SIM_BOOTSTRAP_MS=0", "CELLD_SIM_PEER_TIMEOUT_MS=20000", "CELLD_SHUTDOWN_TOTAL_MS=20000")
 	b.start([]*proc{a}, "CELLD_SIM_BOOTSTRAP_MS=0")
-	eventually(t, 10*time.Second, "a and b healthy", func() bool { return a.healthy() && b.healthy() })
+	poll.UntilTrue(t, 10*time.Second, "a and b healthy", func() bool { return a.healthy() && b.healthy() })
 
 	b.signal(syscall.SIGSTOP) // the peer copy now hangs: the write stays in flight
 	result := make(chan int, 1)
 	go func() { code, _ := a.put("inflight", "v"); result <- code }()
-	eventually(t, 10*time.Second, "the write is in flight on a", func() bool {
+	poll.UntilTrue(t, 10*time.Second, "the write is in flight on a", func() bool {
 		s, err := a.state()
 		return err == nil && s.WritesFlying == 1
 	})
 
 	a.signal(syscall.SIGTERM)
-	eventually(t, 5*time.Second, "a draining member reports unhealthy", func() bool {
+	poll.UntilTrue(t, 5*time.Second, "a draining member reports unhealthy", func() bool {
 		s, err := a.state()
 		return err == nil && s.Draining && !a.healthy()
 	})
@@ -284,11 +273,11 @@ func TestDrainIsBoundedByShutdownTotal(t *testing.T) {
 	a, b := newProc(t, "a"), newProc(t, "b")
 	a.start([]*proc{b}, "CELLD_SIM_BOOTSTRAP_MS=0", "CELLD_SIM_PEER_TIMEOUT_MS=60000", "CELLD_SHUTDOWN_TOTAL_MS=500")
 	b.start([]*proc{a}, "CELLD_SIM_BOOTSTRAP_MS=0")
-	eventually(t, 10*time.Second, "a and b healthy", func() bool { return a.healthy() && b.healthy() })
+	poll.UntilTrue(t, 10*time.Second, "a and b healthy", func() bool { return a.healthy() && b.healthy() })
 	b.signal(syscall.SIGSTOP)
 	result := make(chan int, 1)
 	go func() { code, _ := a.put("stuck", "v"); result <- code }()
-	eventually(t, 10*time.Second, "the write is in flight on a", func() bool {
+	poll.UntilTrue(t, 10*time.Second, "the write is in flight on a", func() bool {
 		s, err := a.state()
 		return err == nil && s.WritesFlying == 1
 	})

@@ -1,15 +1,15 @@
 package integration_test
 
-// The whole storage stack on one envtest API server, as issue 12's first
-// test asks: a PVC's CreateVolume through the real CSI controller (called
-// over its unix socket as csi-provisioner calls it, with the
-// --extra-create-metadata parameters), the real volume controller
-// in-process, three real replica-host processes each with the real local
-// driver of its node (internal/testenv/nodestack), until CreateVolume
-// returns the volume; then the replicated node plugin with the real mount
-// owner stages and publishes it from the volume context and the mount
-// Secret and mounts FUSE; a write, fsync and read back through the mount;
-// unpublish, unstage, DeleteVolume, and everything removed.
+// The whole storage stack on one envtest API server (docs/csi.md, "Tests"): a
+// PVC's CreateVolume through the real CSI controller (called over its unix
+// socket as csi-provisioner calls it, with the --extra-create-metadata
+// parameters), the real volume controller in-process, three real replica-host
+// processes each with the real local driver of its node
+// (internal/testenv/nodestack), until CreateVolume returns the volume; then
+// the replicated node plugin with the real mount owner stages and publishes
+// it from the volume context and the mount Secret and mounts FUSE; a write,
+// fsync and read back through the mount; unpublish, unstage, DeleteVolume,
+// and everything removed.
 //
 // Played, because envtest has none of them: the kubelet (NODE Pods ready),
 // the local csi-provisioner and PV controller (nodestack), csi-provisioner
@@ -53,6 +53,7 @@ import (
 	"github.com/cellfleet/cellfleet/internal/mountowner"
 	"github.com/cellfleet/cellfleet/internal/mountowner/api"
 	"github.com/cellfleet/cellfleet/internal/testenv/nodestack"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
 )
 
 const mib = int64(1) << 20
@@ -105,7 +106,7 @@ func TestAPVCsCreateVolumeReachesReadyAndMountsThroughTheWholeStack(t *testing.T
 	}
 	start := time.Now()
 	var vol *csi.Volume
-	nodestack.Eventually(t, 3*time.Minute, "CreateVolume returns the volume", func() error {
+	poll.Until(t, 3*time.Minute, "CreateVolume returns the volume", func() error {
 		resp, err := cc.CreateVolume(ctx, req)
 		if err == nil {
 			vol = resp.GetVolume()
@@ -216,7 +217,7 @@ func TestAPVCsCreateVolumeReachesReadyAndMountsThroughTheWholeStack(t *testing.T
 	// DeleteVolume: csi-provisioner retries while it answers ABORTED; the
 	// PVs are reclaimed (played) once their claims are released, which the
 	// local driver refuses while a host still holds the publication.
-	nodestack.Eventually(t, 3*time.Minute, "DeleteVolume succeeds and everything is removed", func() error {
+	poll.Until(t, 3*time.Minute, "DeleteVolume succeeds and everything is removed", func() error {
 		_, derr := cc.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: rvName})
 		if derr != nil && status.Code(derr) != codes.Aborted {
 			t.Fatalf("DeleteVolume: %v", derr)

@@ -126,22 +126,6 @@ func CleanupMounts(t testing.TB, base string) {
 	})
 }
 
-// WaitFor polls cond until it holds or the deadline passes.
-func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		last = err
-		time.Sleep(20 * time.Millisecond) // polling interval of a condition with a deadline
-	}
-	t.Fatalf("%s within %v (last error: %v)", what, timeout, last)
-}
-
 // SanitySummary lists which csi-sanity specs passed, failed and skipped.
 type SanitySummary struct {
 	Passed, Failed, Skipped []string

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cellfleet/cellfleet/internal/replica"
 	"github.com/cellfleet/cellfleet/internal/replica/journal"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
 )
 
 // A data directory that exists but carries no bind yet is the bare
@@ -33,7 +34,7 @@ func TestWorkerWaitsForTheBackingVolumesBindNotForTheDirectory(t *testing.T) {
 	// The second worker, published after both were admitted, starts; the
 	// first, whose directory existed all along, must still be waiting.
 	publish(t, other.DataDir)
-	waitFor(t, 20*time.Second, other.Key()+" running", func() bool {
+	poll.UntilTrue(t, 20*time.Second, other.Key()+" running", func() bool {
 		_, st, _ := f.h.Worker(other.Key())
 		return st.State == replica.ReplicaStateRunning
 	})
@@ -53,7 +54,7 @@ func TestWorkerWaitsForTheBackingVolumesBindNotForTheDirectory(t *testing.T) {
 		t.Fatalf("bind the backing volume: %v", err)
 	}
 	t.Cleanup(func() { unix.Unmount(bare.DataDir, unix.MNT_DETACH) })
-	waitFor(t, 20*time.Second, bare.Key()+" running once its bind appears", func() bool {
+	poll.UntilTrue(t, 20*time.Second, bare.Key()+" running once its bind appears", func() bool {
 		_, st, _ := f.h.Worker(bare.Key())
 		return st.State == replica.ReplicaStateRunning
 	})

@@ -25,6 +25,7 @@ import (
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 	rclient "github.com/cellfleet/cellfleet/internal/replica/client"
 	"github.com/cellfleet/cellfleet/internal/testenv/nodestack"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
 )
 
 // agreedDigest waits until every replica of the volume published the same
@@ -33,7 +34,7 @@ import (
 func (fx *fixture) agreedDigest(volumeName string, minIndex int64, timeout time.Duration) storagev1alpha1.StateDigest {
 	fx.t.Helper()
 	var got storagev1alpha1.StateDigest
-	eventually(fx.t, timeout, "every replica publishing the same state digest at one index", func() error {
+	poll.Until(fx.t, timeout, "every replica publishing the same state digest at one index", func() error {
 		vrs := fx.replicas(volumeName)
 		if len(vrs) != hosts {
 			return fmt.Errorf("%d replicas", len(vrs))
@@ -64,7 +65,7 @@ func (fx *fixture) divergedIs(volumeName string, status metav1.ConditionStatus, 
 	fx.t.Helper()
 	var c *metav1.Condition
 	var rv *storagev1alpha1.ReplicatedVolume
-	eventually(fx.t, timeout, fmt.Sprintf("the volume's Diverged %s/%s", status, reason), func() error {
+	poll.Until(fx.t, timeout, fmt.Sprintf("the volume's Diverged %s/%s", status, reason), func() error {
 		rv = fx.getVolume(volumeName)
 		c = meta.FindStatusCondition(rv.Status.Conditions, storagev1alpha1.VolumeDiverged.String())
 		if c == nil || c.Status != status || c.Reason != reason.String() {
@@ -133,7 +134,7 @@ func TestReplicasPublishDigestsAndADivergedReplicaIsReported(t *testing.T) {
 	fx.StartHosts("-digest-quiet-period", "1s", "-digest-interval", "2s")
 	rv := fx.volume("khdig", hosts)
 	fx.ProvisionClaims(rv.Name, hosts)
-	eventually(t, 2*time.Minute, "the volume Healthy", func() error {
+	poll.Until(t, 2*time.Minute, "the volume Healthy", func() error {
 		if r := fx.getVolume(rv.Name).Status.Robustness; r != storagev1alpha1.RobustnessHealthy {
 			return fmt.Errorf("robustness %q", r)
 		}
@@ -191,7 +192,7 @@ func TestReplicasPublishDigestsAndADivergedReplicaIsReported(t *testing.T) {
 	path := backingFile(t, node, f.Ino)
 	flipByte(t, path, 10)
 	fx.requestDigest(&victim, "after-live-change")
-	eventually(t, 30*time.Second, "the follower answering the digest request", func() error {
+	poll.Until(t, 30*time.Second, "the follower answering the digest request", func() error {
 		for _, vr := range fx.replicas(rv.Name) {
 			if vr.Name == victim.Name {
 				if d := vr.Status.Digest; d == nil || d.Request != "after-live-change" {
@@ -220,7 +221,7 @@ func TestReplicasPublishDigestsAndADivergedReplicaIsReported(t *testing.T) {
 	fx.StopHost(node)
 	flipByte(t, path, 20)
 	fx.RestartHost(node)
-	eventually(t, time.Minute, "the restarted replica Ready with a digest taken by its new process", func() error {
+	poll.Until(t, time.Minute, "the restarted replica Ready with a digest taken by its new process", func() error {
 		for _, vr := range fx.replicas(rv.Name) {
 			if vr.Name != victim.Name {
 				continue
@@ -239,7 +240,7 @@ func TestReplicasPublishDigestsAndADivergedReplicaIsReported(t *testing.T) {
 		t.Errorf("after the restart the replicas agree on %d/%s, want the digest before the change %d/%s", again.Index, again.Value, agreed.Index, agreed.Value)
 	}
 	fx.divergedIs(rv.Name, metav1.ConditionFalse, storagev1alpha1.ReasonDigestsAgree, 30*time.Second)
-	eventually(t, 30*time.Second, "the volume Healthy again", func() error {
+	poll.Until(t, 30*time.Second, "the volume Healthy again", func() error {
 		if r := fx.getVolume(rv.Name).Status.Robustness; r != storagev1alpha1.RobustnessHealthy {
 			return fmt.Errorf("robustness %q", r)
 		}

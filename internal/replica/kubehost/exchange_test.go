@@ -30,6 +30,7 @@ import (
 	"github.com/cellfleet/cellfleet/internal/replica/kubehost"
 	"github.com/cellfleet/cellfleet/internal/testenv"
 	"github.com/cellfleet/cellfleet/internal/testenv/nodestack"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
 )
 
 // asToken is a clientset authenticated by token alone.
@@ -295,7 +296,7 @@ func TestNodeTokenRefusedByTheAPIServerIsExchangedAnewOnTheNextRead(t *testing.T
 	if err := env.Client.Delete(t.Context(), sa, client.Preconditions{UID: &sa.UID}); err != nil {
 		t.Fatal(err)
 	}
-	nodestack.Eventually(t, 30*time.Second, "the API server refuses the token of the deleted ServiceAccount", func() error {
+	poll.Until(t, 30*time.Second, "the API server refuses the token of the deleted ServiceAccount", func() error {
 		if _, err := asToken(t, first).CoreV1().Secrets(s.NS).Get(t.Context(), "refused-r0-tls", metav1.GetOptions{}); !apierrors.IsUnauthorized(err) {
 			return fmt.Errorf("err = %v, want 401", err)
 		}
@@ -307,7 +308,7 @@ func TestNodeTokenRefusedByTheAPIServerIsExchangedAnewOnTheNextRead(t *testing.T
 	}
 	// The next read exchanges anew (the new ServiceAccount reaches the API
 	// server's authenticator through its informer, hence the deadline).
-	nodestack.Eventually(t, 30*time.Second, "the host reads its replica's Secret again after a 401", func() error {
+	poll.Until(t, 30*time.Second, "the host reads its replica's Secret again after a 401", func() error {
 		_, err := r.Get(t.Context(), "refused-r0-tls")
 		return err
 	})

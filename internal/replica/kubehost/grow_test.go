@@ -30,6 +30,7 @@ import (
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 	csicontroller "github.com/cellfleet/cellfleet/internal/csi/replicated/controller"
 	replicaclient "github.com/cellfleet/cellfleet/internal/replica/client"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
 )
 
 const (
@@ -83,7 +84,7 @@ func (fx *fixture) volumeClient(name string) *replicaclient.Client {
 
 func (fx *fixture) waitReady(name string) {
 	fx.t.Helper()
-	eventually(fx.t, 2*time.Minute, "volume "+name+" Ready and Healthy", func() error {
+	poll.Until(fx.t, 2*time.Minute, "volume "+name+" Ready and Healthy", func() error {
 		cur := &storagev1alpha1.ReplicatedVolume{}
 		if err := env.Client.Get(fx.ctx, client.ObjectKey{Name: name}, cur); err != nil {
 			return err
@@ -147,7 +148,7 @@ func TestVolumeGrowsThroughRaftWhileWritten(t *testing.T) {
 		t.Fatalf("ControllerExpandVolume: %+v %v", resp, err)
 	}
 	want := resource.NewQuantity(grownTo, resource.BinarySI)
-	eventually(t, 2*time.Minute, "claims, PVs and replicas hold the grown capacity", func() error {
+	poll.Until(t, 2*time.Minute, "claims, PVs and replicas hold the grown capacity", func() error {
 		for _, vr := range fx.replicas(rv.Name) {
 			c := &corev1.PersistentVolumeClaim{}
 			if err := env.Client.Get(fx.ctx, client.ObjectKey{Namespace: fx.ns, Name: vr.Spec.BackingClaimName}, c); err != nil {

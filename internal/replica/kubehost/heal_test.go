@@ -32,6 +32,7 @@ import (
 	"github.com/cellfleet/cellfleet/internal/replica"
 	rclient "github.com/cellfleet/cellfleet/internal/replica/client"
 	"github.com/cellfleet/cellfleet/internal/replica/host"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
 )
 
 // replacementStep is an observable point of a replacement at which the
@@ -141,7 +142,7 @@ func (fx *fixture) loseClaim(vr storagev1alpha1.VolumeReplica) *corev1.Persisten
 			fx.t.Fatal(err)
 		}
 	}
-	eventually(fx.t, time.Minute, "the lost PV gone from the API", func() error {
+	poll.Until(fx.t, time.Minute, "the lost PV gone from the API", func() error {
 		if err := env.Client.Get(fx.ctx, client.ObjectKeyFromObject(pv), &corev1.PersistentVolume{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("PV %s: %v", pv.Name, err)
 		}
@@ -176,7 +177,7 @@ func TestALostClaimIsReplacedUnderWritesAcrossManagerRestarts(t *testing.T) {
 	// Restart the manager once at each step it reaches.
 	steps := replacementSteps(victim.Name)
 	provisioned, restartedRebuilding, lastReplacing := false, false, ""
-	eventually(t, 4*time.Minute, "the volume Healthy again, the lost replica gone", func() error {
+	poll.Until(t, 4*time.Minute, "the volume Healthy again, the lost replica gone", func() error {
 		vrs := fx.replicas(rv.Name)
 		if c := meta.FindStatusCondition(fx.getVolume(rv.Name).Status.Conditions, storagev1alpha1.VolumeReplacing.String()); c != nil && c.Message != lastReplacing {
 			lastReplacing = c.Message
@@ -325,7 +326,7 @@ func TestAReplacementThatNeverCatchesUpIsRemadeElsewhereUnderWrites(t *testing.T
 	victim := fx.inRole(rv.Name, storagev1alpha1.RoleFollower)
 	fx.loseClaim(victim)
 	var first storagev1alpha1.VolumeReplica
-	eventually(t, time.Minute, "a first replacement allocated", func() error {
+	poll.Until(t, time.Minute, "a first replacement allocated", func() error {
 		for _, vr := range fx.replicas(rv.Name) {
 			if vr.Spec.Replaces == victim.Name {
 				first = vr
@@ -335,7 +336,7 @@ func TestAReplacementThatNeverCatchesUpIsRemadeElsewhereUnderWrites(t *testing.T
 		return fmt.Errorf("none yet")
 	})
 	t.Logf("first replacement %s on %s; its claim is left unprovisioned", first.Name, first.Spec.Node)
-	eventually(t, time.Minute, "the first replacement abandoned", func() error {
+	poll.Until(t, time.Minute, "the first replacement abandoned", func() error {
 		c := meta.FindStatusCondition(fx.getVolume(rv.Name).Status.Conditions, storagev1alpha1.VolumeReplacing.String())
 		if c == nil || c.Reason != storagev1alpha1.ReasonAbandoningReplacement.String() {
 			return fmt.Errorf("Replacing %+v", c)
@@ -344,7 +345,7 @@ func TestAReplacementThatNeverCatchesUpIsRemadeElsewhereUnderWrites(t *testing.T
 		return nil
 	})
 	var second storagev1alpha1.VolumeReplica
-	eventually(t, 2*time.Minute, "the first replacement gone, a second one allocated", func() error {
+	poll.Until(t, 2*time.Minute, "the first replacement gone, a second one allocated", func() error {
 		second = storagev1alpha1.VolumeReplica{}
 		for _, vr := range fx.replicas(rv.Name) {
 			if vr.Name == first.Name {
@@ -364,7 +365,7 @@ func TestAReplacementThatNeverCatchesUpIsRemadeElsewhereUnderWrites(t *testing.T
 		t.Fatalf("second replacement %s on %s, the abandoned one was %s on %s", second.Name, second.Spec.Node, first.Name, first.Spec.Node)
 	}
 	fx.ProvisionClaim(second.Spec.BackingClaimName)
-	eventually(t, 3*time.Minute, "the volume Healthy again, the lost replica gone", func() error {
+	poll.Until(t, 3*time.Minute, "the volume Healthy again, the lost replica gone", func() error {
 		for _, vr := range fx.replicas(rv.Name) {
 			if vr.Name == victim.Name {
 				return fmt.Errorf("%s still exists; Replacing %+v", victim.Name,
@@ -375,7 +376,7 @@ func TestAReplacementThatNeverCatchesUpIsRemadeElsewhereUnderWrites(t *testing.T
 	})
 	time.Sleep(time.Second)
 	led.verify(ctx)
-	eventually(t, 30*time.Second, "the coordinator's Raft configuration without the lost and the abandoned replica", func() error {
+	poll.Until(t, 30*time.Second, "the coordinator's Raft configuration without the lost and the abandoned replica", func() error {
 		for _, vr := range fx.replicas(rv.Name) {
 			if vr.Status.Role != storagev1alpha1.RoleCoordinator {
 				continue

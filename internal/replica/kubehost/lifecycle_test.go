@@ -29,6 +29,7 @@ import (
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 	"github.com/cellfleet/cellfleet/internal/replica/kubehost"
 	"github.com/cellfleet/cellfleet/internal/testenv/nodestack"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
 )
 
 const hosts = 3
@@ -45,11 +46,6 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	s := nodestack.New(t, env, hostBinary, "kh-system")
 	return &fixture{Stack: s, t: t, ctx: s.Ctx, ns: s.NS}
-}
-
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	nodestack.Eventually(t, timeout, what, cond)
 }
 
 func (fx *fixture) replicas(volumeName string) []storagev1alpha1.VolumeReplica {
@@ -86,7 +82,7 @@ func TestThreeHostsRunAVolumeAndReleaseItOnDeletion(t *testing.T) {
 	rv := fx.volume("khvol", hosts)
 
 	// EndpointSlices come before any publication: Raft needs them first.
-	eventually(t, time.Minute, "one EndpointSlice per replica, on its Service, before the claims are bound", func() error {
+	poll.Until(t, time.Minute, "one EndpointSlice per replica, on its Service, before the claims are bound", func() error {
 		l := &discoveryv1.EndpointSliceList{}
 		if err := env.Client.List(fx.ctx, l, client.InNamespace(fx.ns), client.MatchingLabels{storagev1alpha1.LabelVolume: rv.Name}); err != nil {
 			return err
@@ -113,7 +109,7 @@ func TestThreeHostsRunAVolumeAndReleaseItOnDeletion(t *testing.T) {
 
 	fx.ProvisionClaims(rv.Name, hosts)
 
-	eventually(t, 2*time.Minute, "one Coordinator and two Followers, all Ready", func() error {
+	poll.Until(t, 2*time.Minute, "one Coordinator and two Followers, all Ready", func() error {
 		roles := map[storagev1alpha1.ReplicaRole]int{}
 		for _, vr := range fx.replicas(rv.Name) {
 			roles[vr.Status.Role]++
@@ -130,7 +126,7 @@ func TestThreeHostsRunAVolumeAndReleaseItOnDeletion(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, time.Minute, "the volume Ready and Healthy", func() error {
+	poll.Until(t, time.Minute, "the volume Ready and Healthy", func() error {
 		cur := &storagev1alpha1.ReplicatedVolume{}
 		if err := env.Client.Get(fx.ctx, client.ObjectKeyFromObject(rv), cur); err != nil {
 			return err
@@ -179,7 +175,7 @@ func TestThreeHostsRunAVolumeAndReleaseItOnDeletion(t *testing.T) {
 	if err := env.Client.Delete(fx.ctx, rv); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Minute, "the volume and its replicas, claims, Services, EndpointSlices and Secrets removed", func() error {
+	poll.Until(t, 2*time.Minute, "the volume and its replicas, claims, Services, EndpointSlices and Secrets removed", func() error {
 		var left []string
 		if len(fx.replicas(rv.Name)) > 0 {
 			left = append(left, "VolumeReplicas")
@@ -257,10 +253,10 @@ func TestAHostPastItsWorkerBoundReportsAdmittedFalse(t *testing.T) {
 			return nil
 		}
 	}
-	eventually(t, time.Minute, "the first volume's replica Ready", ready(first.Name))
+	poll.Until(t, time.Minute, "the first volume's replica Ready", ready(first.Name))
 	second := fx.volume("khsecond", 1)
 	fx.ProvisionClaims(second.Name, 1)
-	eventually(t, time.Minute, "the second volume's replica held back with Admitted=False WorkerLimitReached", func() error {
+	poll.Until(t, time.Minute, "the second volume's replica held back with Admitted=False WorkerLimitReached", func() error {
 		vrs := fx.replicas(second.Name)
 		if len(vrs) != 1 {
 			return fmt.Errorf("%d replicas of %s", len(vrs), second.Name)
@@ -281,5 +277,5 @@ func TestAHostPastItsWorkerBoundReportsAdmittedFalse(t *testing.T) {
 	if err := env.Client.Delete(fx.ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Minute, "the second volume's replica admitted and Ready once the first left", ready(second.Name))
+	poll.Until(t, 2*time.Minute, "the second volume's replica admitted and Ready once the first left", ready(second.Name))
 }

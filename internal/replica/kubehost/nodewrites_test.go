@@ -23,6 +23,7 @@ import (
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 	"github.com/cellfleet/cellfleet/internal/replica/kubehost"
 	"github.com/cellfleet/cellfleet/internal/testenv/nodestack"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
 )
 
 // asTokenClient is a controller-runtime client authenticated by token
@@ -110,7 +111,7 @@ func TestNodeIdentityWritesOnlyItsOwnNodesReplicaStatusSlicesAndClaims(t *testin
 
 	// The policy is in force once the API server's policy informer has it:
 	// until then RBAC alone admits every write below.
-	nodestack.Eventually(t, 30*time.Second, "the host on "+a.Name+" denied a release acknowledgement in "+b.Name+"'s replica status", func() error {
+	poll.Until(t, 30*time.Second, "the host on "+a.Name+" denied a release acknowledgement in "+b.Name+"'s replica status", func() error {
 		if err := acknowledgeRelease(t, onA, s.NS, "nw-r1"); !deniedByNodeWrites(err) {
 			return fmt.Errorf("err = %v, want the node-write policy's denial", err)
 		}

@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
 )
 
 // highest is the last acknowledged write's sequence number.
@@ -47,7 +49,7 @@ func TestAnAPIOutageKeepsTheHostsServingOnTheCredentialsTheyWrote(t *testing.T) 
 	fx.StartHosts("-secret-refresh", "1s")
 	rv := fx.volume("khoutage", 3)
 	fx.ProvisionClaims(rv.Name, 3)
-	eventually(t, 2*time.Minute, "the volume Healthy", fx.healthy(rv.Name))
+	poll.Until(t, 2*time.Minute, "the volume Healthy", fx.healthy(rv.Name))
 	led := fx.startWrites(ctx, rv.Name)
 
 	// The credential files each host wrote, to compare after the outage.
@@ -67,7 +69,7 @@ func TestAnAPIOutageKeepsTheHostsServingOnTheCredentialsTheyWrote(t *testing.T) 
 
 	fx.CutAPI()
 	t.Log("the hosts' API connections cut")
-	eventually(t, time.Minute, "every host's refresh failed and it kept its credentials", func() error {
+	poll.Until(t, time.Minute, "every host's refresh failed and it kept its credentials", func() error {
 		for _, n := range fx.Nodes {
 			if bytes.Count(hostLog(t, fx, n.Name), []byte(servingOnHeld)) <= logged[n.Name] {
 				return fmt.Errorf("the host of %s has not logged %q since the cut", n.Name, servingOnHeld)
@@ -76,7 +78,7 @@ func TestAnAPIOutageKeepsTheHostsServingOnTheCredentialsTheyWrote(t *testing.T) 
 		return nil
 	})
 	during := led.highest()
-	eventually(t, 30*time.Second, "writes acknowledged during the outage", func() error {
+	poll.Until(t, 30*time.Second, "writes acknowledged during the outage", func() error {
 		if h := led.highest(); h < during+100 {
 			return fmt.Errorf("acknowledged up to %d, %d when every refresh had failed", h, during)
 		}
@@ -90,7 +92,7 @@ func TestAnAPIOutageKeepsTheHostsServingOnTheCredentialsTheyWrote(t *testing.T) 
 
 	fx.OpenAPI()
 	t.Log("the hosts' API connections restored")
-	eventually(t, time.Minute, "the volume Healthy after the outage", fx.healthy(rv.Name))
+	poll.Until(t, time.Minute, "the volume Healthy after the outage", fx.healthy(rv.Name))
 	led.verify(ctx)
 }
 

@@ -19,6 +19,7 @@ import (
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 	"github.com/cellfleet/cellfleet/internal/csi/mountpath"
 	"github.com/cellfleet/cellfleet/internal/testenv/nodestack"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
 )
 
 // publishedReplica is one replica's backing publication as the local
@@ -165,7 +166,7 @@ func TestAHostRefusesABackingVolumeOfAnotherDriver(t *testing.T) {
 	fx.StartHosts()
 	rv := fx.volume("khrefuse", 1)
 	var claim corev1.PersistentVolumeClaim
-	eventually(t, time.Minute, "the backing claim", func() error {
+	poll.Until(t, time.Minute, "the backing claim", func() error {
 		l := &corev1.PersistentVolumeClaimList{}
 		if err := env.Client.List(fx.ctx, l, client.InNamespace(fx.ns), client.MatchingLabels{storagev1alpha1.LabelVolume: rv.Name}); err != nil {
 			return err
@@ -199,7 +200,7 @@ func TestAHostRefusesABackingVolumeOfAnotherDriver(t *testing.T) {
 	if err := env.Client.Status().Update(fx.ctx, &claim); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "Published=False PublicationRefused naming the driver", func() error {
+	poll.Until(t, time.Minute, "Published=False PublicationRefused naming the driver", func() error {
 		vrs := fx.replicas(rv.Name)
 		if len(vrs) != 1 {
 			return fmt.Errorf("%d replicas", len(vrs))
@@ -249,7 +250,7 @@ func TestAHostUnpublishesABackingVolumeWhosePVIsGoneAndAcknowledges(t *testing.T
 	if err := env.Client.Delete(fx.ctx, rv); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Minute, "the release of the replica whose PV is gone acknowledged", func() error {
+	poll.Until(t, 2*time.Minute, "the release of the replica whose PV is gone acknowledged", func() error {
 		if got := acks()[vr.Name]; got != string(claim.UID) {
 			cur := fx.replicas(rv.Name)
 			if len(cur) == 1 {

@@ -39,12 +39,12 @@ func TestAdminMutationsOverTCPAreRefusedAndChangeNothingWhileTheSocketServesThem
 	victim := (leader + 1) % 3
 	lid, vid := c.peers[leader].ID, c.peers[victim].ID
 	checkpoints := checkpointCount(t, c, leader)
-	newSpec := c.hostFile(leader).Workers[0]
+	newSpec := c.HostFile(leader).Workers[0]
 	newSpec.Volume = "intruder"
 	specBody := mustJSON(t, newSpec)
 	memberBody := mustJSON(t, replica.Peer{ID: "r9", Address: "127.0.0.1:1", ServerName: "r9.example"})
 
-	base := "http://" + c.status[leader]
+	base := "http://" + c.Status[leader]
 	worker := fmt.Sprintf("%s/v1/workers/%s/%s", base, volume, lid)
 	for _, rq := range []struct{ method, url, body string }{
 		{http.MethodPost, base + "/v1/workers", specBody},
@@ -98,12 +98,12 @@ func TestAdminMutationsOverTCPAreRefusedAndChangeNothingWhileTheSocketServesThem
 
 	// The admin socket serves them, with the file mode that keeps other
 	// users out, and bounds request bodies.
-	fi, err := os.Stat(c.admin[leader])
+	fi, err := os.Stat(c.Admin[leader])
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fi.Mode().Type() != os.ModeSocket || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("admin socket %s has mode %v, want a socket with permissions 0600", c.admin[leader], fi.Mode())
+		t.Fatalf("admin socket %s has mode %v, want a socket with permissions 0600", c.Admin[leader], fi.Mode())
 	}
 	if code, body := c.post(leader, fmt.Sprintf("/v1/workers/%s/%s/checkpoint", volume, lid), nil); code != http.StatusNoContent {
 		t.Fatalf("checkpoint over the admin socket: %d %s", code, body)
@@ -122,7 +122,7 @@ func TestAdminMutationsOverTCPAreRefusedAndChangeNothingWhileTheSocketServesThem
 func mustStatuses(t *testing.T, c *cluster, i int) []json.RawMessage {
 	t.Helper()
 	var out []json.RawMessage
-	resp, err := httpc.Get("http://" + c.status[i] + "/v1/workers")
+	resp, err := httpc.Get("http://" + c.Status[i] + "/v1/workers")
 	if err != nil {
 		t.Fatal(err)
 	}

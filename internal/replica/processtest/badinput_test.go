@@ -115,7 +115,7 @@ func TestBadInputIsRejectedWithClearErrorsAndNothingApplied(t *testing.T) {
 
 func loadCA(t *testing.T, c *cluster) *pki.CA {
 	t.Helper()
-	f := c.hostFile(0)
+	f := c.HostFile(0)
 	crt, err1 := readFile(f.Workers[0].CAFile)
 	key, err2 := readFile(strings.TrimSuffix(f.Workers[0].CAFile, ".crt") + ".key")
 	if err1 != nil || err2 != nil {

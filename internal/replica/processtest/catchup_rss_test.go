@@ -65,7 +65,7 @@ func TestFollowerWithASlowBackingTreeCatchesUpUnderItsMemoryBound(t *testing.T) 
 	var st host.Status
 	away, rss := catchUpPeakRSS(t, func(c *cluster, away int) {
 		var err error
-		if st, err = c.statusOf(away); err != nil {
+		if st, err = c.ReplicaStatus(away); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -129,7 +129,7 @@ func catchUpPeakRSS(t testing.TB, slowed func(c *cluster, away int)) (int, int64
 			c.leaderAmong(10*time.Second, 0, 1)
 		}
 	}
-	c.kill(away)
+	c.Kill(away)
 
 	// 600 MiB of 4 MiB writes while it is away: more than one catch-up
 	// request of raft's default 256 entries could carry in a 768 MiB host.
@@ -147,9 +147,9 @@ func catchUpPeakRSS(t testing.TB, slowed func(c *cluster, away int)) (int, int64
 	if slowed != nil {
 		disks.fs[away].SlowWrites(filepath.Join("data", "tree"), slowTreeRate)
 	}
-	c.start(away)
+	c.Restart(away)
 	c.converged(5*time.Minute, 0, 1, 2)
-	rss, err := peakRSS(c.procs[away].Process.Pid)
+	rss, err := peakRSS(c.Pid(away))
 	if err != nil {
 		t.Fatal(err)
 	}

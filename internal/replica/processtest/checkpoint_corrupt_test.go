@@ -2,7 +2,6 @@ package processtest
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"net/http"
@@ -14,35 +13,12 @@ import (
 	"time"
 
 	"github.com/cellfleet/cellfleet/internal/replica"
-	"github.com/cellfleet/cellfleet/internal/replica/client"
 	"github.com/cellfleet/cellfleet/internal/replica/journal"
 )
 
 // block is the k-th 32 KiB append of a test: large enough that a 1 MiB
 // journal segment holds only a few dozen, so compaction deletes segments.
 func block(k int) []byte { return bytes.Repeat(record(k), 32<<10/len(record(k))) }
-
-func appendBlocks(t testing.TB, cl *client.Client, ino uint64, from, to int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for k := from; k < to; k++ {
-		if _, _, err := cl.Append(ctx, ino, block(k)); err != nil {
-			t.Fatalf("append of block %d was not acknowledged: %v", k, err)
-		}
-	}
-}
-
-func expectBlocks(t testing.TB, cl *client.Client, ino uint64, n int) {
-	t.Helper()
-	var want bytes.Buffer
-	for k := 0; k < n; k++ {
-		want.Write(block(k))
-	}
-	if got := readAll(t, cl, ino); !bytes.Equal(got, want.Bytes()) {
-		t.Fatalf("file holds %d bytes, want the %d acknowledged blocks (%d bytes) exactly once each", len(got), n, want.Len())
-	}
-}
 
 // checkpoints lists replica i's checkpoint directories, newest index first.
 func (c *cluster) checkpoints(i int) []string {
@@ -120,14 +96,14 @@ func TestCorruptNewestCheckpointPastTheJournalReportsLostAndKeepsTheHostServing(
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		appendBlocks(t, cl, ino, n, n+20)
+		appendEach(t, cl, ino, n, n+20, block)
 		n += 20
 		if fallbackGone() == nil {
-			c.kill(f)
+			c.Kill(f)
 			if fallbackGone() == nil {
 				break
 			}
-			c.start(f)
+			c.Restart(f)
 			c.waitState(f, replica.ReplicaStateRunning, 30*time.Second)
 		}
 		if time.Now().After(deadline) {
@@ -144,12 +120,12 @@ func TestCorruptNewestCheckpointPastTheJournalReportsLostAndKeepsTheHostServing(
 	if err := os.WriteFile(state, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c.start(f)
+	c.Restart(f)
 	st := c.waitState(f, replica.ReplicaStateLost, 30*time.Second)
 	if st.DataExtent != "unknown" || !strings.Contains(st.Reason, "checkpoint") {
 		t.Fatalf("r%d is lost with extent %q and reason %q; want extent unknown and the corrupt checkpoint named", f, st.DataExtent, st.Reason)
 	}
-	resp, err := httpc.Get("http://" + c.status[f] + "/healthz")
+	resp, err := httpc.Get("http://" + c.Status[f] + "/healthz")
 	if err != nil {
 		t.Fatalf("r%d's host stopped serving after its replica was found lost: %v", f, err)
 	}
@@ -157,10 +133,10 @@ func TestCorruptNewestCheckpointPastTheJournalReportsLostAndKeepsTheHostServing(
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("r%d's host /healthz: %d", f, resp.StatusCode)
 	}
-	appendBlocks(t, cl, ino, n, n+10)
+	appendEach(t, cl, ino, n, n+10, block)
 	n += 10
-	expectBlocks(t, cl, ino, n)
-	if st, err := c.statusOf(f); err != nil || st.State != replica.ReplicaStateLost {
+	expectEach(t, cl, ino, n, block)
+	if st, err := c.ReplicaStatus(f); err != nil || st.State != replica.ReplicaStateLost {
 		t.Fatalf("r%d after more writes: %+v, %v; want it still lost and its host serving", f, st, err)
 	}
 }
@@ -176,7 +152,7 @@ func TestBitRotInTheJournalTailReportsLostInsteadOfTruncating(t *testing.T) {
 	appendRecords(t, cl, ino, 0, 200)
 	f := (c.waitLeader(10*time.Second) + 1) % 3
 	c.converged(20*time.Second, 0, 1, 2)
-	c.kill(f)
+	c.Kill(f)
 	seg := c.tailSegment(f)
 	b, err := os.ReadFile(seg)
 	if err != nil {
@@ -186,7 +162,7 @@ func TestBitRotInTheJournalTailReportsLostInsteadOfTruncating(t *testing.T) {
 	if err := os.WriteFile(seg, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c.start(f)
+	c.Restart(f)
 	st := c.waitState(f, replica.ReplicaStateLost, 30*time.Second)
 	if st.DataExtent != "unknown" || !strings.Contains(st.Reason, "acknowledged entry is damaged") {
 		t.Fatalf("r%d is lost with extent %q and reason %q; want extent unknown and the damaged entry named", f, st.DataExtent, st.Reason)

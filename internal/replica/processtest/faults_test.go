@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"slices"
 	"sync"
@@ -14,15 +13,17 @@ import (
 
 	"github.com/cellfleet/cellfleet/internal/replica"
 	"github.com/cellfleet/cellfleet/internal/replica/client"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
+	"github.com/cellfleet/cellfleet/internal/testsupport/proccluster"
 )
 
 // leaderAmong waits until one of the given replicas reports Leader.
 func (c *cluster) leaderAmong(timeout time.Duration, replicas ...int) int {
 	c.t.Helper()
 	leader := -1
-	eventually(c.t, timeout, fmt.Sprintf("one of %v becomes coordinator", replicas), func() error {
+	poll.Until(c.t, timeout, fmt.Sprintf("one of %v becomes coordinator", replicas), func() error {
 		for _, i := range replicas {
-			if st, err := c.statusOf(i); err == nil && st.RaftState == "Leader" {
+			if st, err := c.ReplicaStatus(i); err == nil && st.RaftState == "Leader" {
 				leader = i
 				return nil
 			}
@@ -58,7 +59,7 @@ func TestPartitionedCoordinatorStopsAcknowledgingAndNothingDiverges(t *testing.T
 	const leaseWrites = 8 // records 900.. sent to the old coordinator during its lease
 	acked := make([]bool, leaseWrites)
 	var wg sync.WaitGroup
-	before, err := c.statusOf(old)
+	before, err := c.ReplicaStatus(old)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,8 +74,8 @@ func TestPartitionedCoordinatorStopsAcknowledgingAndNothingDiverges(t *testing.T
 	}
 	// The writes reached it while it coordinated: only a leader appends
 	// entries to its own log, and cut off it receives none from anyone.
-	eventually(t, 3*time.Second, "the isolated coordinator appends the writes sent during its lease", func() error {
-		st, err := c.statusOf(old)
+	poll.Until(t, 3*time.Second, "the isolated coordinator appends the writes sent during its lease", func() error {
+		st, err := c.ReplicaStatus(old)
 		if err != nil {
 			return err
 		}
@@ -84,8 +85,8 @@ func TestPartitionedCoordinatorStopsAcknowledgingAndNothingDiverges(t *testing.T
 		return nil
 	})
 	// Allow a few leases for a loaded machine and the status poll.
-	eventually(t, 3*time.Second, "the isolated coordinator steps down within a few leases", func() error {
-		st, err := c.statusOf(old)
+	poll.Until(t, 3*time.Second, "the isolated coordinator steps down within a few leases", func() error {
+		st, err := c.ReplicaStatus(old)
 		if err != nil {
 			return err
 		}
@@ -157,8 +158,8 @@ func TestQuorumLossFailsWritesClearlyAndLosesNothingAfterReturn(t *testing.T) {
 	appendRecords(t, cl, ino, 0, 30)
 	leader := c.waitLeader(10 * time.Second)
 	follower := (leader + 1) % 3
-	c.kill(leader)
-	c.kill(follower)
+	c.Kill(leader)
+	c.Kill(follower)
 
 	start := time.Now()
 	_, _, err := cl.Append(context.Background(), ino, record(30))
@@ -174,8 +175,8 @@ func TestQuorumLossFailsWritesClearlyAndLosesNothingAfterReturn(t *testing.T) {
 	}
 	t.Logf("write failed after %s with: %v", elapsed, err)
 
-	c.start(leader)
-	c.start(follower)
+	c.Restart(leader)
+	c.Restart(follower)
 	c.waitLeader(20 * time.Second)
 	got := readAll(t, cl, ino)
 	expectPrefix(t, got, 30)
@@ -187,7 +188,7 @@ func TestQuorumLossFailsWritesClearlyAndLosesNothingAfterReturn(t *testing.T) {
 }
 
 func TestWipedFollowerIsRebuiltByTheGroupWithinTheRebuildLimit(t *testing.T) {
-	timing := fastTiming
+	timing := proccluster.FastTiming
 	timing.SnapshotThreshold, timing.TrailingLogs = 32, 8
 	c := startCluster(t, clusterOpts{timing: timing, hostArgs: []string{"-rebuild-bandwidth-mib", "1"}})
 	cl := c.client(c.clientConfig())
@@ -202,37 +203,25 @@ func TestWipedFollowerIsRebuiltByTheGroupWithinTheRebuildLimit(t *testing.T) {
 		}
 	}
 	leader := c.waitLeader(10 * time.Second)
-	if code, body := c.post(leader, fmt.Sprintf("/v1/workers/%s/%s/checkpoint", volume, c.peers[leader].ID), nil); code != http.StatusNoContent {
-		t.Fatalf("checkpoint: %d %s", code, body)
-	}
+	c.Checkpoint(t, leader)
 	victim := (leader + 1) % 3
-	c.kill(victim)
+	c.Kill(victim)
 	if err := os.RemoveAll(c.dataDir(victim)); err != nil {
 		t.Fatal(err)
 	}
-	c.start(victim)
+	c.Restart(victim)
 	st := c.waitState(victim, replica.ReplicaStateLost, 20*time.Second)
 	if st.DataExtent != "unknown" {
 		t.Fatalf("a wiped recorded replica must report its data extent unknown, got %q", st.DataExtent)
 	}
-	c.kill(victim)
+	c.Kill(victim)
 
 	// Explicit recovery: remove the lost member, re-add it as a new
 	// generation, which rebuilds from a checkpoint plus the tail.
-	req, _ := http.NewRequest(http.MethodDelete, fmt.Sprintf("http://%s/v1/workers/%s/%s/members/%s",
-		c.status[leader], volume, c.peers[leader].ID, c.peers[victim].ID), nil)
-	if code, body := c.do(req); code != http.StatusNoContent {
-		t.Fatalf("remove lost member: %d %s", code, body)
-	}
-	f := c.hostFile(victim)
-	f.Workers[0].Generation, f.Workers[0].Bootstrap = 2, false
-	c.writeHostFile(victim, f)
-	c.start(victim)
-	c.waitState(victim, replica.ReplicaStateRunning, 20*time.Second)
+	c.removeMember(leader, victim)
+	member := c.restartAsGeneration(victim, 2)
 	start := time.Now()
-	if code, body := c.post(leader, fmt.Sprintf("/v1/workers/%s/%s/members", volume, c.peers[leader].ID), f.Workers[0].Self); code != http.StatusNoContent {
-		t.Fatalf("add rebuilt member: %d %s", code, body)
-	}
+	c.addMember(leader, member)
 	c.converged(60*time.Second, 0, 1, 2)
 	elapsed := time.Since(start)
 	// 2.5 MiB through a 1 MiB/s limit with a 1 MiB burst cannot finish in

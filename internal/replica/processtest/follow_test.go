@@ -70,16 +70,10 @@ func TestMountFollowsACoordinatorOutsideItsConfiguredEndpoints(t *testing.T) {
 		c.transfer(leader, 0)
 		leader = c.leaderAmong(10*time.Second, 0, 1)
 	}
-	spare := c.hostFile(spareReplica).Workers[0].Self
-	if code, body := c.post(leader, fmt.Sprintf("/v1/workers/%s/%s/members", volume, c.peers[leader].ID), spare); code != http.StatusNoContent {
-		t.Fatalf("add r3: %d %s", code, body)
-	}
-	req, _ := http.NewRequest(http.MethodDelete, fmt.Sprintf("http://%s/v1/workers/%s/%s/members/%s",
-		c.status[leader], volume, c.peers[leader].ID, c.peers[old].ID), nil)
-	if code, body := c.do(req); code != http.StatusNoContent {
-		t.Fatalf("remove r2: %d %s", code, body)
-	}
-	c.kill(old)
+	spare := c.HostFile(spareReplica).Workers[0].Self
+	c.addMember(leader, spare)
+	c.removeMember(leader, old)
+	c.Kill(old)
 	c.converged(30*time.Second, 0, 1, spareReplica)
 	wr.waitFor(wr.acknowledged()+20, 30*time.Second)
 

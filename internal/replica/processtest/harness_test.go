@@ -1,61 +1,46 @@
 package processtest
 
+// The harness: a volume of replica-host processes (proccluster), with what
+// only these tests need on top: fault-injecting proxies between the
+// workers, a data directory per replica on a disk of the test's choice, and
+// the status, digest and admin requests the tests check.
+
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cellfleet/cellfleet/internal/replica"
 	"github.com/cellfleet/cellfleet/internal/replica/client"
 	"github.com/cellfleet/cellfleet/internal/replica/host"
-	"github.com/cellfleet/cellfleet/internal/replica/standalone"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
+	"github.com/cellfleet/cellfleet/internal/testsupport/proccluster"
 )
 
-const volume = "vol"
+const volume = proccluster.Volume
 
 // harnessSegmentBytes is the journal segment size the hosts run with: small
 // enough that tests roll and compact segments.
 const harnessSegmentBytes = 4 << 20
 
-var hostBinary string
-
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "replica-host-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	hostBinary = filepath.Join(dir, "replica-host")
-	build := exec.Command("go", "build", "-o", hostBinary, "github.com/cellfleet/cellfleet/cmd/replica-host")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building replica-host for the process tests failed:", err)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	proccluster.RemoveBinaries()
 	os.Exit(code)
 }
 
-// fastTiming keeps failover well under a second on loopback.
-var fastTiming = replica.Timing{HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
-	LeaderLeaseTimeout: 150 * time.Millisecond, CommitTimeout: 10 * time.Millisecond}
-
 type clusterOpts struct {
 	replicas int
-	proxied  bool // route worker-to-worker traffic through fault-injecting proxies
-	timing   replica.Timing
+	proxied  bool           // route worker-to-worker traffic through fault-injecting proxies
+	timing   replica.Timing // proccluster.FastTiming when zero
 	hostArgs []string
 	capacity uint64
 	// maxSessions sets the volume's exactly-once table size (0: default).
@@ -70,151 +55,67 @@ type clusterOpts struct {
 }
 
 type cluster struct {
+	*proccluster.Cluster
 	t       testing.TB
-	dir     string
 	opts    clusterOpts
-	gen     standalone.Generated
 	peers   []replica.Peer // real addresses
-	status  []string       // TCP status listeners: health, readiness, metrics, read-only status
-	admin   []string       // admin API unix sockets: every /v1 request, mutations included
-	procs   []*exec.Cmd
 	proxies map[[2]int]*proxy
-	env     map[int][]string // extra environment of host i's next start (fault hooks)
-}
-
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	var out []int
-	var lns []net.Listener
-	for i := 0; i < n; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return out
 }
 
 func startCluster(t testing.TB, o clusterOpts) *cluster {
 	t.Helper()
-	if o.replicas == 0 {
-		o.replicas = 3
-	}
 	if o.timing == (replica.Timing{}) {
-		o.timing = fastTiming
+		o.timing = proccluster.FastTiming
 	}
-	if o.capacity == 0 {
-		o.capacity = 256 << 20
-	}
-	c := &cluster{t: t, dir: t.TempDir(), opts: o, procs: make([]*exec.Cmd, o.replicas), proxies: map[[2]int]*proxy{},
-		env: map[int][]string{}}
-	ports := freePorts(t, 2*o.replicas)
-	gen, err := standalone.Generate(standalone.GenerateOptions{Dir: c.dir, Volume: volume, Replicas: o.replicas,
-		Ports: ports[:o.replicas], StatusPorts: ports[o.replicas:], Capacity: o.capacity, Timing: o.timing})
-	if err != nil {
-		t.Fatalf("generate standalone configuration: %v", err)
-	}
-	c.gen = gen
-	// Sockets live under a short directory of their own: t.TempDir() paths
-	// named after long tests exceed the kernel's 107-byte socket path.
-	sockDir, err := os.MkdirTemp("", "rh-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	for i := 0; i < o.replicas; i++ {
-		f := c.hostFile(i)
-		c.peers = append(c.peers, f.Workers[0].Self)
-		c.status = append(c.status, f.StatusListen)
-		c.admin = append(c.admin, filepath.Join(sockDir, fmt.Sprintf("r%d.sock", i)))
-	}
-	if o.maxSessions > 0 {
-		for i := 0; i < o.replicas; i++ {
-			f := c.hostFile(i)
-			f.Workers[0].MaxSessions = o.maxSessions
-			c.writeHostFile(i, f)
-		}
-	}
-	if o.disk != nil {
-		c.placeOnDisks()
-	}
-	if o.configure != nil {
-		for i := 0; i < o.replicas; i++ {
-			f := c.hostFile(i)
-			o.configure(i, &f)
-			c.writeHostFile(i, f)
-		}
-	}
-	if o.proxied {
-		c.insertProxies()
-	}
-	t.Cleanup(c.shutdown)
-	for i := range c.procs {
-		c.start(i)
+	c := &cluster{t: t, opts: o, proxies: map[[2]int]*proxy{}}
+	// Registered before the processes start, so it runs after they are
+	// killed.
+	t.Cleanup(c.closeProxies)
+	hostArgs := append([]string{"-journal-segment-bytes", strconv.Itoa(harnessSegmentBytes)}, o.hostArgs...)
+	c.Cluster = proccluster.Start(t, proccluster.Options{Replicas: o.replicas, Capacity: o.capacity, Timing: o.timing,
+		HostArgs: hostArgs, Configure: c.configure})
+	for i := range c.HostFiles {
+		c.peers = append(c.peers, c.HostFile(i).Workers[0].Self)
 	}
 	c.waitLeader(20 * time.Second)
 	return c
 }
 
-func (c *cluster) hostFile(i int) host.StandaloneFile {
-	c.t.Helper()
-	f, err := host.LoadStandalone(c.gen.HostFiles[i])
-	if err != nil {
-		c.t.Fatal(err)
+// configure applies the options to replica i's host file.
+func (c *cluster) configure(i int, f *host.StandaloneFile) {
+	if c.opts.maxSessions > 0 {
+		f.Workers[0].MaxSessions = c.opts.maxSessions
 	}
-	return f
-}
-
-func (c *cluster) writeHostFile(i int, f host.StandaloneFile) {
-	c.t.Helper()
-	b, err := json.MarshalIndent(f, "", "  ")
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if err := os.WriteFile(c.gen.HostFiles[i], b, 0o600); err != nil {
-		c.t.Fatal(err)
-	}
-}
-
-// placeOnDisks moves every replica's data and state directories onto the
-// directory opts.disk gives for it.
-func (c *cluster) placeOnDisks() {
-	for i := range c.peers {
+	if c.opts.disk != nil {
 		root := c.opts.disk(c.t, i)
-		f := c.hostFile(i)
 		f.Workers[0].DataDir = filepath.Join(root, "data")
 		f.StateDir = filepath.Join(root, "state")
-		c.writeHostFile(i, f)
+	}
+	if c.opts.configure != nil {
+		c.opts.configure(i, f)
+	}
+	if c.opts.proxied {
+		c.insertProxies(i, f)
 	}
 }
 
-// insertProxies points every worker's route to every peer at its own proxy.
-func (c *cluster) insertProxies() {
-	for i := range c.peers {
-		f := c.hostFile(i)
-		for k, p := range f.Workers[0].Peers {
-			j := c.index(p.ID)
-			px := newProxy(c.t, c.peers[j].Address)
-			c.proxies[[2]int{i, j}] = px
-			f.Workers[0].Peers[k].Address = px.addr()
+// insertProxies points replica i's route to every peer at its own proxy.
+func (c *cluster) insertProxies(i int, f *host.StandaloneFile) {
+	for k, p := range f.Workers[0].Peers {
+		var j int
+		if _, err := fmt.Sscanf(p.ID, "r%d", &j); err != nil {
+			c.t.Fatalf("replica ID %q: %v", p.ID, err)
 		}
-		c.writeHostFile(i, f)
+		px := newProxy(c.t, p.Address)
+		c.proxies[[2]int{i, j}] = px
+		f.Workers[0].Peers[k].Address = px.addr()
 	}
 }
 
-func (c *cluster) index(id string) int {
-	for i, p := range c.peers {
-		if p.ID == id {
-			return i
-		}
+func (c *cluster) closeProxies() {
+	for _, px := range c.proxies {
+		px.close()
 	}
-	c.t.Fatalf("unknown replica %s", id)
-	return -1
 }
 
 // isolate cuts every link to and from replica i; heal restores them.
@@ -226,102 +127,17 @@ func (c *cluster) isolate(i int, cut bool) {
 	}
 }
 
-func (c *cluster) dataDir(i int) string { return c.hostFile(i).Workers[0].DataDir }
-
-func (c *cluster) start(i int) {
-	c.t.Helper()
-	logf, err := os.OpenFile(filepath.Join(c.dir, fmt.Sprintf("log-r%d.txt", i)), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	args := append([]string{"-config", c.gen.HostFiles[i], "-log-level", "warn", "-journal-segment-bytes", strconv.Itoa(harnessSegmentBytes),
-		"-admin-socket", c.admin[i]}, c.opts.hostArgs...)
-	cmd := exec.Command(hostBinary, args...)
-	cmd.Env = append(os.Environ(), c.env[i]...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		c.t.Fatalf("start replica-host r%d: %v", i, err)
-	}
-	logf.Close()
-	c.procs[i] = cmd
-}
-
-// kill sends SIGKILL and reaps the process.
-func (c *cluster) kill(i int) {
-	c.t.Helper()
-	p := c.procs[i]
-	if p == nil {
-		return
-	}
-	_ = p.Process.Signal(syscall.SIGKILL)
-	_ = p.Wait()
-	c.procs[i] = nil
-}
-
-func (c *cluster) shutdown() {
-	for i := range c.procs {
-		c.kill(i)
-	}
-	for _, px := range c.proxies {
-		px.close()
-	}
-	if c.t.Failed() {
-		for i := range c.peers {
-			b, _ := os.ReadFile(filepath.Join(c.dir, fmt.Sprintf("log-r%d.txt", i)))
-			lines := strings.Split(string(b), "\n")
-			c.t.Logf("--- last log lines of r%d ---\n%s", i, strings.Join(lines[max(0, len(lines)-25):], "\n"))
-		}
-	}
-}
+func (c *cluster) dataDir(i int) string { return c.HostFile(i).Workers[0].DataDir }
 
 // httpc reaches the hosts' TCP status listeners.
 var httpc = &http.Client{Timeout: 5 * time.Second}
 
-// adminClient reaches host i's admin socket; the URL's host is ignored.
-func (c *cluster) adminClient(i int, timeout time.Duration) *http.Client {
-	sock := c.admin[i]
-	return &http.Client{Timeout: timeout, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		}}}
-}
-
-func (c *cluster) statusOf(i int) (host.Status, error) {
-	var st host.Status
-	resp, err := c.adminClient(i, 5*time.Second).Get(fmt.Sprintf("http://r%d/v1/workers/%s/%s", i, volume, c.peers[i].ID))
-	if err != nil {
-		return st, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		return st, fmt.Errorf("status %d: %s", resp.StatusCode, b)
-	}
-	return st, json.NewDecoder(resp.Body).Decode(&st)
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s within %s: %v", what, timeout, err)
-		}
-		time.Sleep(25 * time.Millisecond) // polling interval of a deadline-bounded wait
-	}
-}
-
 func (c *cluster) waitState(i int, want replica.State, timeout time.Duration) host.Status {
 	c.t.Helper()
 	var st host.Status
-	eventually(c.t, timeout, fmt.Sprintf("replica r%d reaches %s", i, want), func() error {
+	poll.Until(c.t, timeout, fmt.Sprintf("replica r%d reaches %s", i, want), func() error {
 		var err error
-		st, err = c.statusOf(i)
+		st, err = c.ReplicaStatus(i)
 		if err != nil {
 			return err
 		}
@@ -337,12 +153,12 @@ func (c *cluster) waitState(i int, want replica.State, timeout time.Duration) ho
 func (c *cluster) waitLeader(timeout time.Duration) int {
 	c.t.Helper()
 	leader := -1
-	eventually(c.t, timeout, "a coordinator is elected", func() error {
+	poll.Until(c.t, timeout, "a coordinator is elected", func() error {
 		for i := range c.peers {
-			if c.procs[i] == nil {
+			if !c.Running(i) {
 				continue
 			}
-			if st, err := c.statusOf(i); err == nil && st.RaftState == "Leader" {
+			if st, err := c.ReplicaStatus(i); err == nil && st.RaftState == "Leader" {
 				leader = i
 				return nil
 			}
@@ -354,7 +170,7 @@ func (c *cluster) waitLeader(timeout time.Duration) int {
 
 func (c *cluster) clientConfig() client.Config {
 	c.t.Helper()
-	cfg, err := client.LoadFile(c.gen.ClientFile)
+	cfg, err := client.LoadFile(c.ClientFile)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -378,7 +194,7 @@ func (c *cluster) client(cfg client.Config) *client.Client {
 
 func (c *cluster) digest(i int) (host.Digest, error) {
 	var d host.Digest
-	resp, err := c.adminClient(i, 5*time.Second).Get(fmt.Sprintf("http://r%d/v1/workers/%s/%s/digest", i, volume, c.peers[i].ID))
+	resp, err := c.AdminClient(i, 5*time.Second).Get(fmt.Sprintf("http://r%d/v1/workers/%s/%s/digest", i, volume, c.peers[i].ID))
 	if err != nil {
 		return d, err
 	}
@@ -394,7 +210,7 @@ func (c *cluster) digest(i int) (host.Digest, error) {
 // identical state.
 func (c *cluster) converged(timeout time.Duration, replicas ...int) {
 	c.t.Helper()
-	eventually(c.t, timeout, "replicas converge to identical state", func() error {
+	poll.Until(c.t, timeout, "replicas converge to identical state", func() error {
 		var first host.Digest
 		for k, i := range replicas {
 			d, err := c.digest(i)
@@ -423,20 +239,20 @@ func (c *cluster) post(i int, path string, body any) (int, string) {
 		b, _ := json.Marshal(body)
 		r = strings.NewReader(string(b))
 	}
-	req, _ := http.NewRequest(http.MethodPost, fmt.Sprintf("http://%s%s", c.status[i], path), r)
+	req, _ := http.NewRequest(http.MethodPost, fmt.Sprintf("http://%s%s", c.Status[i], path), r)
 	return c.do(req)
 }
 
 // do sends req; a /v1 request addressed to a host's status listener
-// (c.status[i]) goes to that host's admin socket, where the admin API is
+// (c.Status[i]) goes to that host's admin socket, where the admin API is
 // served.
 func (c *cluster) do(req *http.Request) (int, string) {
 	c.t.Helper()
 	hc := &http.Client{Timeout: 60 * time.Second}
 	if strings.HasPrefix(req.URL.Path, "/v1/") {
-		for i, addr := range c.status {
+		for i, addr := range c.Status {
 			if req.URL.Host == addr {
-				hc = c.adminClient(i, 60*time.Second)
+				hc = c.AdminClient(i, 60*time.Second)
 			}
 		}
 	}

@@ -182,91 +182,21 @@ func killSeeds() int {
 
 func TestKillOfCoordinatorLosesNoAcknowledgedWriteAndStaysLinearizable(t *testing.T) {
 	c := startCluster(t, clusterOpts{})
-	setup := c.client(c.clientConfig())
-	const clients, registers = 3, 2
-	var regs []uint64
-	for f := 0; f < registers; f++ {
-		regs = append(regs, createFile(t, setup, fmt.Sprintf("register-%d", f)))
-	}
-	var progress atomic.Int64
-	const readers = 4
-	errs := make(chan error, clients+readers)
-	h := &history{origin: time.Now()}
-	var workers []*loadWorker
-	for i := 0; i < clients; i++ {
-		cfg := c.clientConfig()
-		workers = append(workers, &loadWorker{id: i, cl: c.client(cfg), registers: regs,
-			log: createFile(t, setup, fmt.Sprintf("log-%d", i)), rng: rand.New(rand.NewSource(int64(i))),
-			acked: map[int]bool{}, uncertain: map[int]bool{}, progress: &progress, errs: errs})
-	}
-	// Concurrent readers on one client: their reads reach the coordinator
-	// together and share its read-index rounds (replica/leader.go); none
-	// may return a value older than the last write acknowledged before it
-	// was called, across every change of coordinator.
-	shared := c.client(c.clientConfig())
-	var all []*loadWorker
-	all = append(all, workers...)
-	for i := 0; i < readers; i++ {
-		all = append(all, &loadWorker{id: clients + i, cl: shared, registers: regs, readOnly: true,
-			rng: rand.New(rand.NewSource(int64(clients + i))), progress: &progress, errs: errs})
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for _, w := range all {
-		wg.Add(1)
-		go func() { defer wg.Done(); w.run(ctx, h) }()
-	}
-	stopped := false
-	halt := func() {
-		if !stopped {
-			stopped = true
-			stop()
-			wg.Wait()
-		}
-	}
-	defer halt()
-	progressBy := func(n int64, what string) {
-		target := progress.Load() + n
-		eventually(t, 30*time.Second, what, func() error {
-			select {
-			case err := <-errs:
-				t.Fatalf("client operation failed with an error other than uncertain/unavailable: %v", err)
-			default:
-			}
-			if got := progress.Load(); got < target {
-				return fmt.Errorf("%d of %d acknowledged operations", got, target)
-			}
-			return nil
-		})
-	}
+	l := startLoad(t, c, 3, 4)
 	seeds := killSeeds()
 	for seed := 1; seed <= seeds; seed++ {
 		rng := rand.New(rand.NewSource(int64(seed)))
-		progressBy(int64(10+rng.Intn(60)), fmt.Sprintf("seed %d: load runs before the kill", seed))
+		l.progressBy(int64(10+rng.Intn(60)), 30*time.Second, fmt.Sprintf("seed %d: load runs before the kill", seed))
 		leader := c.waitLeader(20 * time.Second)
-		c.kill(leader)
-		progressBy(10, fmt.Sprintf("seed %d: clients are served by a new coordinator after kill -9 of r%d", seed, leader))
-		c.start(leader)
+		c.Kill(leader)
+		l.progressBy(10, 30*time.Second, fmt.Sprintf("seed %d: clients are served by a new coordinator after kill -9 of r%d", seed, leader))
+		c.Restart(leader)
 		c.waitState(leader, "Running", 20*time.Second)
 	}
-	halt()
-	select {
-	case err := <-errs:
-		t.Fatalf("client operation failed with an error other than uncertain/unavailable: %v", err)
-	default:
-	}
-	res, info := porcupine.CheckOperationsVerbose(registerModel, h.ops, time.Minute)
-	if res != porcupine.Ok {
-		path := t.TempDir() + "/linearizability.html"
-		_ = porcupine.VisualizePath(registerModel, info, path)
-		t.Fatalf("the register history of %d operations is not linearizable per file (%s); visualization: %s", len(h.ops), res, path)
-	}
-	for _, w := range workers {
-		checkLog(t, setup, w)
-	}
+	l.check(fmt.Sprintf("%d kill -9 cycles", seeds))
 	c.waitLeader(20 * time.Second)
 	c.converged(30*time.Second, 0, 1, 2)
-	t.Logf("%d kill -9 cycles, %d register operations checked, %d acknowledged operations", seeds, len(h.ops), progress.Load())
+	t.Logf("%d kill -9 cycles, %d register operations checked, %d acknowledged operations", seeds, len(l.h.ops), l.progress.Load())
 }
 
 // checkLog proves exactly-once across coordinator changes: every

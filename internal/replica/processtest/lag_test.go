@@ -7,11 +7,13 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
 )
 
 // followerLag scrapes replica i's /metrics for its view of follower f.
 func (c *cluster) followerLag(i, f int) (lag uint64, err error) {
-	resp, err := httpc.Get("http://" + c.status[i] + "/metrics")
+	resp, err := httpc.Get("http://" + c.Status[i] + "/metrics")
 	if err != nil {
 		return 0, err
 	}
@@ -49,7 +51,7 @@ func TestCoordinatorReportsEachFollowersLagFromItsAcknowledgements(t *testing.T)
 		}
 	}
 	appendRecords(t, cl, ino, 0, 5)
-	eventually(t, 10*time.Second, "the coordinator reports both followers caught up", func() error {
+	poll.Until(t, 10*time.Second, "the coordinator reports both followers caught up", func() error {
 		lead := c.waitLeader(10 * time.Second)
 		if err := caughtUp((lead + 1) % 3)(); err != nil {
 			return err
@@ -60,12 +62,12 @@ func TestCoordinatorReportsEachFollowersLagFromItsAcknowledgements(t *testing.T)
 	// A stopped follower acknowledges nothing: its lag grows by every entry
 	// committed without it, while the live follower keeps up.
 	down := (c.waitLeader(10*time.Second) + 1) % 3
-	c.kill(down)
+	c.Kill(down)
 	const missed = 30
 	appendRecords(t, cl, ino, 5, 5+missed)
 	lead := c.waitLeader(10 * time.Second)
 	live := 3 - lead - down
-	eventually(t, 10*time.Second, "the live follower is reported caught up", caughtUp(live))
+	poll.Until(t, 10*time.Second, "the live follower is reported caught up", caughtUp(live))
 	lag, err := c.followerLag(lead, down)
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +76,6 @@ func TestCoordinatorReportsEachFollowersLagFromItsAcknowledgements(t *testing.T)
 		t.Fatalf("the coordinator r%d reports the stopped follower r%d %d entries behind, want at least the %d appends it missed", lead, down, lag, missed)
 	}
 	// Back up, it catches up and the coordinator sees it.
-	c.start(down)
-	eventually(t, 20*time.Second, "the restarted follower is reported caught up", caughtUp(down))
+	c.Restart(down)
+	poll.Until(t, 20*time.Second, "the restarted follower is reported caught up", caughtUp(down))
 }

@@ -17,7 +17,7 @@ import (
 // runs a second request promotes it.
 func TestAReplicaAddedWhileAMemberIsLostDoesNotStallWrites(t *testing.T) {
 	c := startWithSpare(t)
-	c.kill(spareReplica)
+	c.Kill(spareReplica)
 	// A generous budget: on a loaded machine two voters may hold an
 	// election longer than the default budget, and this test is about the
 	// stall a voter-at-once add causes, not about elections.
@@ -33,10 +33,10 @@ func TestAReplicaAddedWhileAMemberIsLostDoesNotStallWrites(t *testing.T) {
 	if leader := c.waitLeader(10 * time.Second); leader == lost {
 		c.transfer(leader, 0)
 	}
-	c.kill(lost)
+	c.Kill(lost)
 	wr.waitFor(wr.acknowledged()+20, 30*time.Second)
 
-	spare := c.hostFile(spareReplica).Workers[0].Self
+	spare := c.HostFile(spareReplica).Workers[0].Self
 	// add asks the current coordinator; on this loaded machine two voters
 	// may elect another one meanwhile (421), which is asked again: the
 	// non-voter stays in the configuration across the change.
@@ -70,7 +70,7 @@ func TestAReplicaAddedWhileAMemberIsLostDoesNotStallWrites(t *testing.T) {
 	}
 	wr.waitFor(wr.acknowledged()+20, 10*time.Second)
 
-	c.start(spareReplica)
+	c.Restart(spareReplica)
 	if code, body := add(); code != http.StatusNoContent {
 		t.Fatalf("adding r3 once it runs: %d %s", code, body)
 	}
@@ -89,10 +89,10 @@ func TestAReplicaAddedWhileAMemberIsLostDoesNotStallWrites(t *testing.T) {
 // sometimes that short when r3 was added).
 func TestAReplicaThatNeverAnsweredIsNotPromotedOnAShortJournal(t *testing.T) {
 	c := startWithSpare(t)
-	c.kill(spareReplica)
+	c.Kill(spareReplica)
 	cl := c.client(c.clientConfig())
 	createFile(t, cl, "data") // a journal of a handful of entries
-	spare := c.hostFile(spareReplica).Workers[0].Self
+	spare := c.HostFile(spareReplica).Workers[0].Self
 	leader := c.leaderAmong(20*time.Second, 0, 1, 2)
 	code, body := c.post(leader, fmt.Sprintf("/v1/workers/%s/%s/members", volume, c.peers[leader].ID), spare)
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "non-voter") {

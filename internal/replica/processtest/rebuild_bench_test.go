@@ -3,12 +3,11 @@ package processtest
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/cellfleet/cellfleet/internal/replica"
+	"github.com/cellfleet/cellfleet/internal/testsupport/proccluster"
 )
 
 // BenchmarkRebuildAgainstBandwidthCap: a wiped follower re-added as a new
@@ -18,7 +17,7 @@ import (
 func BenchmarkRebuildAgainstBandwidthCap(b *testing.B) {
 	const capMiB, dataMiB = 4, 24
 	for i := 0; i < b.N; i++ {
-		timing := fastTiming
+		timing := proccluster.FastTiming
 		timing.SnapshotThreshold, timing.TrailingLogs = 64, 8
 		c := startCluster(b, clusterOpts{timing: timing, hostArgs: []string{"-rebuild-bandwidth-mib", fmt.Sprint(capMiB)}})
 		cl := c.client(c.clientConfig())
@@ -34,27 +33,15 @@ func BenchmarkRebuildAgainstBandwidthCap(b *testing.B) {
 			}
 		}
 		leader := c.waitLeader(10 * time.Second)
-		if code, body := c.post(leader, fmt.Sprintf("/v1/workers/%s/%s/checkpoint", volume, c.peers[leader].ID), nil); code != http.StatusNoContent {
-			b.Fatalf("checkpoint: %d %s", code, body)
-		}
+		c.Checkpoint(b, leader)
 		victim := (leader + 1) % 3
-		c.kill(victim)
+		c.Kill(victim)
 		os.RemoveAll(c.dataDir(victim))
-		req, _ := http.NewRequest(http.MethodDelete, fmt.Sprintf("http://%s/v1/workers/%s/%s/members/%s",
-			c.status[leader], volume, c.peers[leader].ID, c.peers[victim].ID), nil)
-		if code, body := c.do(req); code != http.StatusNoContent {
-			b.Fatalf("remove member: %d %s", code, body)
-		}
-		f := c.hostFile(victim)
-		f.Workers[0].Generation, f.Workers[0].Bootstrap = 2, false
-		c.writeHostFile(victim, f)
-		c.start(victim)
-		c.waitState(victim, replica.ReplicaStateRunning, 20*time.Second)
+		c.removeMember(leader, victim)
+		member := c.restartAsGeneration(victim, 2)
 		b.ResetTimer()
 		start := time.Now()
-		if code, body := c.post(leader, fmt.Sprintf("/v1/workers/%s/%s/members", volume, c.peers[leader].ID), f.Workers[0].Self); code != http.StatusNoContent {
-			b.Fatalf("add member: %d %s", code, body)
-		}
+		c.addMember(leader, member)
 		c.converged(120*time.Second, 0, 1, 2)
 		elapsed := time.Since(start)
 		b.StopTimer()

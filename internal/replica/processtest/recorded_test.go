@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/cellfleet/cellfleet/internal/replica"
 	"github.com/cellfleet/cellfleet/internal/replica/host"
 	"github.com/cellfleet/cellfleet/internal/replica/journal"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
 )
 
 // Seed 003: "A recorded replica is never freshly initialized when retained
@@ -29,7 +29,7 @@ type historyEntry struct {
 
 func (c *cluster) history(i int) (historyEntry, error) {
 	var h historyEntry
-	b, err := os.ReadFile(host.HistoryPath(c.hostFile(i).StateDir, volume, c.peers[i].ID))
+	b, err := os.ReadFile(host.HistoryPath(c.HostFile(i).StateDir, volume, c.peers[i].ID))
 	if err != nil {
 		return h, err
 	}
@@ -38,7 +38,7 @@ func (c *cluster) history(i int) (historyEntry, error) {
 
 func (c *cluster) waitHistory(i int, gen uint64, phase host.RecordPhase) {
 	c.t.Helper()
-	eventually(c.t, 20*time.Second, fmt.Sprintf("the history of r%d records generation %d as %s", i, gen, phase), func() error {
+	poll.Until(c.t, 20*time.Second, fmt.Sprintf("the history of r%d records generation %d as %s", i, gen, phase), func() error {
 		h, err := c.history(i)
 		if err != nil {
 			return err
@@ -54,19 +54,17 @@ func (c *cluster) waitHistory(i int, gen uint64, phase host.RecordPhase) {
 // operator replacing a lost replica does.
 func (c *cluster) renew(i int, gen uint64) {
 	c.t.Helper()
-	c.kill(i)
+	c.Kill(i)
 	if err := os.RemoveAll(c.dataDir(i)); err != nil {
 		c.t.Fatal(err)
 	}
-	f := c.hostFile(i)
+	f := c.HostFile(i)
 	f.Workers[0].Generation, f.Workers[0].Bootstrap = gen, false
-	c.writeHostFile(i, f)
+	c.WriteHostFile(i, f)
 }
 
 func TestRecordedReplicaWhoseIdentityJournalOrCheckpointIsMissingOrUnsealedIsLostAndNeverInitialised(t *testing.T) {
-	timing := fastTiming
-	timing.SnapshotThreshold, timing.TrailingLogs = 64, 16
-	c := startCluster(t, clusterOpts{timing: timing})
+	c := startCluster(t, clusterOpts{timing: smallCheckpointTiming()})
 	cl := c.client(c.clientConfig())
 	ino := createFile(t, cl, "data")
 	appendRecords(t, cl, ino, 0, 150)
@@ -81,11 +79,9 @@ func TestRecordedReplicaWhoseIdentityJournalOrCheckpointIsMissingOrUnsealedIsLos
 	}
 	leader := c.waitLeader(10 * time.Second)
 	victim := (leader + 1) % 3
-	if code, body := c.post(victim, fmt.Sprintf("/v1/workers/%s/%s/checkpoint", volume, c.peers[victim].ID), nil); code != http.StatusNoContent {
-		t.Fatalf("checkpoint on r%d: %d %s", victim, code, body)
-	}
+	c.Checkpoint(t, victim)
 	appendRecords(t, cl, ino, 150, 160)
-	c.kill(victim)
+	c.Kill(victim)
 	dir := c.dataDir(victim)
 	requireCompactedJournal(t, dir)
 
@@ -136,21 +132,21 @@ func TestRecordedReplicaWhoseIdentityJournalOrCheckpointIsMissingOrUnsealedIsLos
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			backup := filepath.Join(c.dir, "backup")
+			backup := filepath.Join(c.Dir, "backup")
 			must(t, os.CopyFS(backup, os.DirFS(dir)))
 			tc.damage(t)
-			c.start(victim)
+			c.Restart(victim)
 			st := c.waitState(victim, replica.ReplicaStateLost, 20*time.Second)
 			if st.DataExtent != "unknown" {
 				t.Fatalf("a lost replica must report its data extent unknown, got %q", st.DataExtent)
 			}
-			c.kill(victim)
+			c.Kill(victim)
 			tc.intact(t)
 			must(t, os.RemoveAll(dir))
 			must(t, os.Rename(backup, dir))
 		})
 	}
-	c.start(victim)
+	c.Restart(victim)
 	c.waitState(victim, replica.ReplicaStateRunning, 20*time.Second)
 	appendRecords(t, cl, ino, 160, 170)
 	expectRecords(t, cl, ino, 170)
@@ -184,9 +180,9 @@ func TestHistoryThatCannotBeRecordedFailsTheStartBeforeTheReplicaRuns(t *testing
 	c.renew(victim, 2)
 	// A directory where the record's temporary file goes makes every
 	// write of it fail.
-	block := host.HistoryPath(c.hostFile(victim).StateDir, volume, c.peers[victim].ID) + ".tmp"
+	block := host.HistoryPath(c.HostFile(victim).StateDir, volume, c.peers[victim].ID) + ".tmp"
 	must(t, os.MkdirAll(block, 0o700))
-	c.start(victim)
+	c.Restart(victim)
 	st := c.waitState(victim, replica.ReplicaStateFailed, 20*time.Second)
 	if !strings.Contains(st.Reason, "host history") {
 		t.Fatalf("the start must fail on the history record, failed with %q", st.Reason)
@@ -208,26 +204,26 @@ func TestCrashBetweenTheHistoryPhasesIsInitialisedAgainAndNotLost(t *testing.T) 
 	// Killed after the intent, with the unsealed identity an interrupted
 	// initialisation leaves: it never ran Raft, so it is initialised again.
 	c.renew(victim, 2)
-	c.env[victim] = []string{host.HaltEnv + "=" + string(host.FaultAfterIntent)}
-	c.start(victim)
+	c.Env[victim] = []string{host.HaltEnv + "=" + string(host.FaultAfterIntent)}
+	c.Restart(victim)
 	c.waitHistory(victim, 2, host.PhaseIntent)
-	c.kill(victim)
-	delete(c.env, victim)
+	c.Kill(victim)
+	delete(c.Env, victim)
 	if _, err := journal.ReadIdentity(dir); err != journal.ErrIdentityMissing {
 		t.Fatalf("the identity was written before the intent was durable and the start halted (read: %v)", err)
 	}
 	must(t, os.MkdirAll(dir, 0o700))
 	must(t, journal.WriteIdentity(dir, journal.Identity{Volume: volume, Replica: c.peers[victim].ID, Generation: 2}))
-	c.start(victim)
+	c.Restart(victim)
 	c.waitState(victim, replica.ReplicaStateRunning, 20*time.Second)
 	c.waitHistory(victim, 2, host.PhaseSealed)
 
 	// Killed with the identity sealed and the history still saying Intent
 	// (Raft not started): it goes on from its data directory.
 	c.renew(victim, 3)
-	c.env[victim] = []string{host.HaltEnv + "=" + string(host.FaultBeforeSealed)}
-	c.start(victim)
-	eventually(t, 20*time.Second, "the halted start sealed its identity", func() error {
+	c.Env[victim] = []string{host.HaltEnv + "=" + string(host.FaultBeforeSealed)}
+	c.Restart(victim)
+	poll.Until(t, 20*time.Second, "the halted start sealed its identity", func() error {
 		id, err := journal.ReadIdentity(dir)
 		if err != nil {
 			return err
@@ -240,18 +236,18 @@ func TestCrashBetweenTheHistoryPhasesIsInitialisedAgainAndNotLost(t *testing.T) 
 	if h, err := c.history(victim); err != nil || h.Generation != 3 || h.Phase != string(host.PhaseIntent) {
 		t.Fatalf("the history must still record generation 3 as Intent before Raft starts, got %+v %v", h, err)
 	}
-	c.kill(victim)
-	delete(c.env, victim)
-	c.start(victim)
+	c.Kill(victim)
+	delete(c.Env, victim)
+	c.Restart(victim)
 	c.waitState(victim, replica.ReplicaStateRunning, 20*time.Second)
 	c.waitHistory(victim, 3, host.PhaseSealed)
 	appendRecords(t, cl, ino, 20, 30)
 	c.converged(30*time.Second, 0, 1, 2)
 
 	// Once sealed, the same wipe is loss, not a fresh start.
-	c.kill(victim)
+	c.Kill(victim)
 	must(t, os.RemoveAll(dir))
-	c.start(victim)
+	c.Restart(victim)
 	st := c.waitState(victim, replica.ReplicaStateLost, 20*time.Second)
 	if st.DataExtent != "unknown" {
 		t.Fatalf("a lost replica must report its data extent unknown, got %q", st.DataExtent)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +14,7 @@ import (
 	"github.com/cellfleet/cellfleet/internal/replica"
 	"github.com/cellfleet/cellfleet/internal/replica/client"
 	"github.com/cellfleet/cellfleet/internal/replica/journal"
+	"github.com/cellfleet/cellfleet/internal/testsupport/proccluster"
 )
 
 func record(k int) []byte { return []byte(fmt.Sprintf("record-%08d\n", k)) }
@@ -22,25 +22,47 @@ func record(k int) []byte { return []byte(fmt.Sprintf("record-%08d\n", k)) }
 // appendRecords appends records [from, to) to a file and fails on any error.
 func appendRecords(t testing.TB, cl *client.Client, ino uint64, from, to int) {
 	t.Helper()
+	appendEach(t, cl, ino, from, to, record)
+}
+
+// expectRecords fails unless a file holds records [0, n) exactly once each.
+func expectRecords(t testing.TB, cl *client.Client, ino uint64, n int) {
+	t.Helper()
+	expectEach(t, cl, ino, n, record)
+}
+
+// appendEach appends payload(k) for each k in [from, to) to a file and
+// fails on any error.
+func appendEach(t testing.TB, cl *client.Client, ino uint64, from, to int, payload func(k int) []byte) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for k := from; k < to; k++ {
-		if _, _, err := cl.Append(ctx, ino, record(k)); err != nil {
-			t.Fatalf("append of record %d was not acknowledged: %v", k, err)
+		if _, _, err := cl.Append(ctx, ino, payload(k)); err != nil {
+			t.Fatalf("append %d was not acknowledged: %v", k, err)
 		}
 	}
 }
 
-func expectRecords(t testing.TB, cl *client.Client, ino uint64, n int) {
+// expectEach fails unless a file holds payload(k) for each k in [0, n),
+// exactly once each and in order.
+func expectEach(t testing.TB, cl *client.Client, ino uint64, n int, payload func(k int) []byte) {
 	t.Helper()
 	var want bytes.Buffer
 	for k := 0; k < n; k++ {
-		want.Write(record(k))
+		want.Write(payload(k))
 	}
-	got := readAll(t, cl, ino)
-	if !bytes.Equal(got, want.Bytes()) {
-		t.Fatalf("file holds %d bytes, want the %d acknowledged records (%d bytes) exactly once each", len(got), n, want.Len())
+	if got := readAll(t, cl, ino); !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("file holds %d bytes, want the %d acknowledged appends (%d bytes) exactly once each", len(got), n, want.Len())
 	}
+}
+
+// smallCheckpointTiming checkpoints every 64 entries and keeps 16 behind
+// each checkpoint, so a test of a few hundred writes compacts its journal.
+func smallCheckpointTiming() replica.Timing {
+	t := proccluster.FastTiming
+	t.SnapshotThreshold, t.TrailingLogs = 64, 16
+	return t
 }
 
 func readAll(t testing.TB, cl *client.Client, ino uint64) []byte {
@@ -74,11 +96,11 @@ func TestRestartOfAllThreeKeepsAcknowledgedWrites(t *testing.T) {
 	cl := c.client(c.clientConfig())
 	ino := createFile(t, cl, "data")
 	appendRecords(t, cl, ino, 0, 200)
-	for i := range c.procs {
-		c.kill(i)
+	for i := range c.peers {
+		c.Kill(i)
 	}
-	for i := range c.procs {
-		c.start(i)
+	for i := range c.peers {
+		c.Restart(i)
 	}
 	c.waitLeader(20 * time.Second)
 	expectRecords(t, cl, ino, 200)
@@ -88,31 +110,27 @@ func TestRestartOfAllThreeKeepsAcknowledgedWrites(t *testing.T) {
 }
 
 func TestRestartFromCheckpointRestoresState(t *testing.T) {
-	timing := fastTiming
-	timing.SnapshotThreshold, timing.TrailingLogs = 64, 16
-	c := startCluster(t, clusterOpts{timing: timing})
+	c := startCluster(t, clusterOpts{timing: smallCheckpointTiming()})
 	cl := c.client(c.clientConfig())
 	ino := createFile(t, cl, "data")
 	appendRecords(t, cl, ino, 0, 150)
-	for i := range c.procs {
-		if code, body := c.post(i, fmt.Sprintf("/v1/workers/%s/%s/checkpoint", volume, c.peers[i].ID), nil); code != http.StatusNoContent {
-			t.Fatalf("checkpoint on r%d: %d %s", i, code, body)
-		}
+	for i := range c.peers {
+		c.Checkpoint(t, i)
 	}
 	appendRecords(t, cl, ino, 150, 170) // the tail after the checkpoint
-	for i := range c.procs {
-		c.kill(i)
+	for i := range c.peers {
+		c.Kill(i)
 	}
-	for i := range c.procs {
+	for i := range c.peers {
 		if cps, _ := os.ReadDir(filepath.Join(c.dataDir(i), journal.CheckpointDir)); len(cps) == 0 {
 			t.Fatalf("r%d has no checkpoint on disk to restart from", i)
 		}
-		c.start(i)
+		c.Restart(i)
 	}
 	c.waitLeader(20 * time.Second)
 	expectRecords(t, cl, ino, 170)
 	c.converged(20*time.Second, 0, 1, 2)
-	resp, err := httpc.Get("http://" + c.status[0] + "/metrics")
+	resp, err := httpc.Get("http://" + c.Status[0] + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,13 +150,13 @@ func TestDeletedIdentityRecordReportsReplicaStateLost(t *testing.T) {
 	appendRecords(t, cl, ino, 0, 20)
 	leader := c.waitLeader(10 * time.Second)
 	victim := (leader + 1) % 3
-	c.kill(victim)
+	c.Kill(victim)
 	dir := c.dataDir(victim)
 	if err := os.Remove(filepath.Join(dir, journal.IdentityFile)); err != nil {
 		t.Fatal(err)
 	}
 	before := listJournal(t, dir)
-	c.start(victim)
+	c.Restart(victim)
 	st := c.waitState(victim, replica.ReplicaStateLost, 20*time.Second)
 	if st.DataExtent != "unknown" {
 		t.Fatalf("a lost replica must state its data extent as unknown, got %q", st.DataExtent)
@@ -174,10 +192,10 @@ func TestTornJournalTailIsTruncatedOnRecovery(t *testing.T) {
 	appendRecords(t, cl, ino, 0, 100)
 	leader := c.waitLeader(10 * time.Second)
 	victim := (leader + 1) % 3
-	c.kill(victim)
+	c.Kill(victim)
 	tearTail(t, filepath.Join(c.dataDir(victim), journal.JournalDir))
 	appendRecords(t, cl, ino, 100, 120)
-	c.start(victim)
+	c.Restart(victim)
 	c.waitState(victim, replica.ReplicaStateRunning, 20*time.Second)
 	c.converged(30*time.Second, 0, 1, 2)
 	expectRecords(t, cl, ino, 120)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/cellfleet/cellfleet/internal/replica"
 	"github.com/cellfleet/cellfleet/internal/replica/journal"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
+	"github.com/cellfleet/cellfleet/internal/testsupport/proccluster"
 )
 
 // checkpointIndex is the index of the newest checkpoint in replica i's data
@@ -39,7 +41,7 @@ func (c *cluster) checkpointIndex(i int) uint64 {
 // after a few hundred entries, so a stopped follower falls behind its
 // journal within seconds.
 func checkpointTiming() replica.Timing {
-	t := fastTiming
+	t := proccluster.FastTiming
 	t.SnapshotThreshold, t.TrailingLogs, t.SnapshotInterval = 100, 50, 500*time.Millisecond
 	return t
 }
@@ -57,7 +59,7 @@ func TestFollowerRejoinedThroughCheckpointCarriesTheQuorum(t *testing.T) {
 
 	lead := c.waitLeader(10 * time.Second)
 	away := (lead + 1) % 3
-	st, err := c.statusOf(away)
+	st, err := c.ReplicaStatus(away)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +67,7 @@ func TestFollowerRejoinedThroughCheckpointCarriesTheQuorum(t *testing.T) {
 		t.Fatalf("r%d's journal is empty before it is stopped; the test needs an old tail", away)
 	}
 	awayLast := st.LastIndex
-	c.kill(away)
+	c.Kill(away)
 
 	// Write until the coordinator's checkpoint is well past what the stopped
 	// follower holds: with 50 trailing entries its journal no longer has
@@ -84,9 +86,9 @@ func TestFollowerRejoinedThroughCheckpointCarriesTheQuorum(t *testing.T) {
 	}
 	ckpt := c.checkpointIndex(lead)
 
-	c.start(away)
+	c.Restart(away)
 	c.waitState(away, replica.ReplicaStateRunning, 30*time.Second)
-	eventually(t, 30*time.Second, fmt.Sprintf("r%d installs a checkpoint at or past %d", away, ckpt), func() error {
+	poll.Until(t, 30*time.Second, fmt.Sprintf("r%d installs a checkpoint at or past %d", away, ckpt), func() error {
 		if got := c.checkpointIndex(away); got < ckpt {
 			return fmt.Errorf("r%d's newest checkpoint is %d", away, got)
 		}
@@ -101,7 +103,7 @@ func TestFollowerRejoinedThroughCheckpointCarriesTheQuorum(t *testing.T) {
 		t.Fatalf("the rejoined follower r%d became coordinator; the test needs it to follow", away)
 	}
 	other := 3 - lead - away
-	c.kill(other)
+	c.Kill(other)
 	// Only the coordinator and the rejoined follower are left: every write
 	// now needs the rejoined follower's append.
 	appendRecords(t, cl, ino, n, n+100)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cellfleet/cellfleet/internal/replica/wire"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
 )
 
 func TestRetriedMutationAfterCoordinatorChangeIsAppliedOnce(t *testing.T) {
@@ -33,14 +34,14 @@ func TestRetriedMutationAfterCoordinatorChangeIsAppliedOnce(t *testing.T) {
 	if again := r.call(appendOnce); !reflect.DeepEqual(again.Results, first.Results) {
 		t.Fatalf("a retry at the same coordinator returned %+v, want the first result %+v", again.Results, first.Results)
 	}
-	c.kill(leader)
+	c.Kill(leader)
 	next := c.waitLeader(20 * time.Second)
 	r2 := c.raw(next, c.token())
 	if rep, err := r2.recv(); err != nil || rep.Status != wire.StatusOK {
 		t.Fatalf("hello at the new coordinator: %v %v", rep.Status, err)
 	}
 	var retried wire.Reply
-	eventually(t, 10*time.Second, "the new coordinator answers the retry", func() error {
+	poll.Until(t, 10*time.Second, "the new coordinator answers the retry", func() error {
 		retried = r2.call(appendOnce)
 		if retried.Status != wire.StatusOK {
 			return errString(retried.Status.String() + ": " + retried.Message)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cellfleet/cellfleet/internal/replica/client"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
 )
 
 // recordWriter appends record(0), record(1), ... to one file until stopped,
@@ -47,7 +48,7 @@ func (w *recordWriter) acknowledged() int64 { return w.written.Load() }
 // writer failed first or within passes.
 func (w *recordWriter) waitFor(n int64, within time.Duration) {
 	w.t.Helper()
-	eventually(w.t, within, fmt.Sprintf("%d records written", n), func() error {
+	poll.Until(w.t, within, fmt.Sprintf("%d records written", n), func() error {
 		select {
 		case err := <-w.done:
 			w.t.Fatal(err)

@@ -46,6 +46,7 @@ import (
 	"github.com/cellfleet/cellfleet/internal/controller/volume"
 	"github.com/cellfleet/cellfleet/internal/csi/csitest"
 	"github.com/cellfleet/cellfleet/internal/testenv"
+	"github.com/cellfleet/cellfleet/internal/testsupport/proccluster"
 )
 
 // StorageNamespace is the generated replica-host Role's namespace: the hosts
@@ -60,32 +61,17 @@ const NodeServiceAccount = "cellfleet-node"
 // NodePodName is the NODE Pod the stack creates on node.
 func NodePodName(node string) string { return "node-" + node }
 
-// BuildReplicaHost builds the real replica-host binary into dir.
-func BuildReplicaHost(dir string) (string, error) {
-	bin := filepath.Join(dir, "replica-host")
-	build := exec.Command("go", "build", "-o", bin, "github.com/cellfleet/cellfleet/cmd/replica-host")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return "", fmt.Errorf("build replica-host: %w", err)
-	}
-	return bin, nil
-}
-
 // Main is a TestMain body for packages that run replica hosts: it builds
-// the real replica-host binary into a temporary directory (*hostBinary),
-// then runs the tests against one API server as testenv.Main does.
+// the real replica-host binary (*hostBinary, proccluster.Binary), then runs
+// the tests against one API server as testenv.Main does.
 func Main(m *testing.M, env **testenv.Env, hostBinary *string) {
 	os.Exit(run(m, env, hostBinary))
 }
 
 func run(m *testing.M, env **testenv.Env, hostBinary *string) int {
-	dir, err := os.MkdirTemp("", "replica-host-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	if *hostBinary, err = BuildReplicaHost(dir); err != nil {
+	defer proccluster.RemoveBinaries()
+	var err error
+	if *hostBinary, err = proccluster.Binary(proccluster.ReplicaHostPackage); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -180,17 +166,6 @@ func PodIP(i int) string { return fmt.Sprintf("198.51.100.%d", podIPBase+i+1) }
 
 var podIPBase = (os.Getpid() % 80) * 3
 
-// FreePort is a TCP port free on ip now.
-func FreePort(t testing.TB, ip string) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // StartController runs the real volume controller in-process.
 func (s *Stack) StartController(ports volume.PortRange) {
 	s.T.Helper()
@@ -222,15 +197,12 @@ func (s *Stack) StartController(ports volume.PortRange) {
 }
 
 // StartControllerOnFreePorts starts the controller with a replica port
-// range beginning at a port free now, so one another process holds is
-// unlikely.
+// range of ports free now (proccluster.FreePorts), so one another process
+// holds is unlikely.
 func (s *Stack) StartControllerOnFreePorts() {
 	s.T.Helper()
-	base := int32(FreePort(s.T, "127.0.0.1"))
-	if base+10 > 65535 {
-		base = 40000
-	}
-	s.StartController(volume.PortRange{Base: base, Count: 10})
+	const count = 10
+	s.StartController(volume.PortRange{Base: int32(proccluster.FreePorts(s.T, count)), Count: count})
 }
 
 // NodeToken is a token of the NODE ServiceAccount bound to node's NODE Pod,
@@ -288,7 +260,7 @@ func (s *Stack) StartHosts(extraArgs ...string) {
 		n.kubeconfig = s.Kubeconfig(n.Name, s.NodeToken(n.Name))
 		n.PodIP = PodIP(i)
 		s.addPodIP(n.PodIP)
-		n.Status = net.JoinHostPort(n.PodIP, fmt.Sprint(FreePort(s.T, n.PodIP)))
+		n.Status = net.JoinHostPort(n.PodIP, fmt.Sprint(proccluster.FreePorts(s.T, 1)))
 		s.startHost(n)
 	}
 }
@@ -330,9 +302,8 @@ func (s *Stack) startHost(n *Node) {
 	cmd := exec.Command(s.hostBinary, "-node", n.Name, "-namespace", s.NS, "-kubeconfig", n.kubeconfig, "-pod-ip", n.PodIP,
 		"-status-listen", n.Status, "-state-dir", state, "-consumer-mount-root", n.ConsumerRoot,
 		"-local-csi-endpoint", "unix://"+n.Socket, "-log-level", "info",
-		"-status-interval", "200ms", "-journal-segment-bytes", "4194304",
-		"-heartbeat-timeout", "300ms", "-election-timeout", "300ms", "-leader-lease-timeout", "150ms", "-commit-timeout", "10ms")
-	cmd.Args = append(cmd.Args, s.hostArgs...)
+		"-status-interval", "200ms", "-journal-segment-bytes", "4194304")
+	cmd.Args = append(append(cmd.Args, proccluster.FastTimingFlags()...), s.hostArgs...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		s.T.Fatal(err)
@@ -378,20 +349,6 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// Eventually polls cond until it returns nil or fails the test at timeout.
-func Eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = cond(); err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond) // polling interval of a condition with a deadline
-	}
-	t.Fatalf("%s: not within %s: %v", what, timeout, err)
 }
 
 // Replicas lists the VolumeReplicas of a volume.

@@ -14,6 +14,7 @@ import (
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 	"github.com/cellfleet/cellfleet/internal/csi/local"
 	"github.com/cellfleet/cellfleet/internal/testenv"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
 )
 
 // ProvisionClaims plays, for each backing claim of the volume, the local
@@ -24,7 +25,7 @@ import (
 // Publication is the hosts' own: they ask the local driver for it.
 func (s *Stack) ProvisionClaims(volumeName string, want int) {
 	s.T.Helper()
-	Eventually(s.T, time.Minute, "every backing claim provisioned and bound", func() error {
+	poll.Until(s.T, time.Minute, "every backing claim provisioned and bound", func() error {
 		claims := &corev1.PersistentVolumeClaimList{}
 		if err := s.Env.Client.List(s.Ctx, claims, client.InNamespace(s.NS), client.MatchingLabels{storagev1alpha1.LabelVolume: volumeName}); err != nil {
 			return err
@@ -45,7 +46,7 @@ func (s *Stack) ProvisionClaims(volumeName string, want int) {
 // does: for a test that leaves another claim unprovisioned on purpose.
 func (s *Stack) ProvisionClaim(name string) {
 	s.T.Helper()
-	Eventually(s.T, time.Minute, "backing claim "+name+" provisioned and bound", func() error {
+	poll.Until(s.T, time.Minute, "backing claim "+name+" provisioned and bound", func() error {
 		c := &corev1.PersistentVolumeClaim{}
 		if err := s.Env.Client.Get(s.Ctx, client.ObjectKey{Namespace: s.NS, Name: name}, c); err != nil {
 			return err

@@ -6,19 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling interval of a deadline-bounded wait
-	}
-}
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
+)
 
 // A frozen filesystem holds writes and fsyncs back without failing them,
 // keeps answering reads, and lets everything through on Thaw.
@@ -42,7 +32,7 @@ func TestFreezeBlocksWritesAndSyncsUntilThaw(t *testing.T) {
 		}
 		done <- f.Sync()
 	}()
-	waitFor(t, 5*time.Second, "the write to the frozen filesystem never reached the gate", func() bool { return p.Blocked() == 1 })
+	poll.UntilTrue(t, 5*time.Second, "the write to the frozen filesystem never reached the gate", func() bool { return p.Blocked() == 1 })
 	if got := contents(t, old); got != "before" {
 		t.Fatalf("read of %s while frozen: %q, want %q", old, got, "before")
 	}
@@ -85,7 +75,7 @@ func TestCloseThawsAFrozenFilesystem(t *testing.T) {
 	p.Freeze()
 	done := make(chan error, 1)
 	go func() { done <- os.WriteFile(filepath.Join(root, "f"), []byte("x"), 0o644) }()
-	waitFor(t, 5*time.Second, "the create on the frozen filesystem never reached the gate", func() bool { return p.Blocked() == 1 })
+	poll.UntilTrue(t, 5*time.Second, "the create on the frozen filesystem never reached the gate", func() bool { return p.Blocked() == 1 })
 	closed := make(chan error, 1)
 	go func() { closed <- p.Close() }()
 	select {
