@@ -3,7 +3,9 @@ package main
 import (
 	"testing"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
@@ -21,12 +23,17 @@ func TestCacheWatchesEachTypeWhereItsRoleIsBound(t *testing.T) {
 	if _, ok := c.DefaultNamespaces["st"]; ok || len(c.DefaultNamespaces) != 1 {
 		t.Errorf("default namespaces %v, want the fleet namespace only (the fleet Role is bound nowhere else)", keysOf(c.DefaultNamespaces))
 	}
-	want := map[string][]string{"VolumeReplica": {"st"}, "Pod": {"celld", "st"}, "PersistentVolumeClaim": {"celld", "st"}, "Service": {"celld", "st"}}
+	want := map[string][]string{"VolumeReplica": {"st"}, "Lease": {"st"}, "Pod": {"celld", "st"}, "PersistentVolumeClaim": {"celld", "st"}, "Service": {"celld", "st"}}
 	for obj, by := range c.ByObject {
 		var kind string
 		switch obj.(type) {
 		case *storagev1alpha1.VolumeReplica:
 			kind = "VolumeReplica"
+		case *coordinationv1.Lease:
+			kind = "Lease"
+			if by.Label == nil || !by.Label.Matches(labels.Set{storagev1alpha1.LabelNode: "n"}) || by.Label.Matches(labels.Set{}) {
+				t.Errorf("Leases cached by %v, want only the replica hosts' (labelled %s)", by.Label, storagev1alpha1.LabelNode)
+			}
 		case *corev1.Pod:
 			kind = "Pod"
 		case *corev1.PersistentVolumeClaim:

@@ -50,15 +50,16 @@ func setupVolumeController(mgr ctrl.Manager, opts options) error {
 		return fmt.Errorf("register volume metrics: %w", err)
 	}
 	r, err := volume.New(mgr.GetClient(), mgr.GetScheme(), volume.Options{
-		Namespace:               opts.storageNamespace,
-		ManagerNamespace:        opts.managerNamespace,
-		ReplicaReplacementDelay: opts.replicaReplacementDelay,
-		ReplicaRebuildTimeout:   opts.replicaRebuildTimeout,
-		OrphanGracePeriod:       opts.orphanVolumeGrace,
-		APIReader:               mgr.GetAPIReader(),
-		Recorder:                mgr.GetEventRecorder("volume-controller"),
-		Metrics:                 metrics,
-		Logger:                  slog.Default().With("controller", "replicatedvolume"),
+		Namespace:                 opts.storageNamespace,
+		ManagerNamespace:          opts.managerNamespace,
+		ReplicaReplacementDelay:   opts.replicaReplacementDelay,
+		ReplicaRebuildTimeout:     opts.replicaRebuildTimeout,
+		MaxConcurrentReplacements: opts.maxReplacements,
+		OrphanGracePeriod:         opts.orphanVolumeGrace,
+		APIReader:                 mgr.GetAPIReader(),
+		Recorder:                  mgr.GetEventRecorder("volume-controller"),
+		Metrics:                   metrics,
+		Logger:                    slog.Default().With("controller", "replicatedvolume"),
 	})
 	if err != nil {
 		return fmt.Errorf("volume controller: %w", err)

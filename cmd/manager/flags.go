@@ -30,6 +30,7 @@ type options struct {
 	replicaRuntime          string
 	replicaReplacementDelay time.Duration
 	replicaRebuildTimeout   time.Duration
+	maxReplacements         int
 	orphanVolumeGrace       time.Duration
 	storageNamespace        string
 	managerNamespace        string
@@ -66,6 +67,8 @@ func parseFlags(args []string) (options, error) {
 		"how long a replica's node may be gone, with a healthy quorum left, before the replica is replaced on another node (at least 1m)")
 	fs.DurationVar(&o.replicaRebuildTimeout, "replica-rebuild-timeout", volume.DefaultReplicaRebuildTimeout,
 		"how long a replacement replica may stay behind its coordinator before it is abandoned and another node is tried (at least 1m)")
+	fs.IntVar(&o.maxReplacements, "max-concurrent-replacements", volume.DefaultMaxConcurrentReplacements,
+		"how many replica replacements may be in progress at once across the cluster (at least 1); one per volume at most, whatever this says")
 	fs.DurationVar(&o.orphanVolumeGrace, "orphan-volume-grace", volume.DefaultOrphanGracePeriod,
 		"how long a ReplicatedVolume may be without its source claim and without a PersistentVolume before it is deleted (at least 1m: the provisioner may still be retrying)")
 	fs.StringVar(&o.storageNamespace, "storage-namespace", "cellfleet-storage",
@@ -114,6 +117,10 @@ func validateVolumeFlags(o options) error {
 	if o.replicaRebuildTimeout < volume.MinReplicaRebuildTimeout {
 		return fmt.Errorf("--replica-rebuild-timeout=%s is below the minimum of %s: a rebuild needs time to start",
 			o.replicaRebuildTimeout, volume.MinReplicaRebuildTimeout)
+	}
+	if o.maxReplacements < volume.MinMaxConcurrentReplacements {
+		return fmt.Errorf("--max-concurrent-replacements=%d is below the minimum of %d: no lost replica would ever be replaced",
+			o.maxReplacements, volume.MinMaxConcurrentReplacements)
 	}
 	if o.orphanVolumeGrace < volume.MinOrphanGracePeriod {
 		return fmt.Errorf("--orphan-volume-grace=%s is below the minimum of %s: the provisioner may still be retrying "+

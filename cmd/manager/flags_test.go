@@ -125,8 +125,8 @@ func TestVolumeControllerFlags(t *testing.T) {
 		{name: "replacement delay below 1m refused", args: []string{"--replica-replacement-delay=30s"},
 			wantErr: "--replica-replacement-delay=30s is below the minimum of 1m0s"},
 		{name: "heal defaults: 6h rebuild timeout, 5m orphan grace", check: func(o options) string {
-			if o.replicaRebuildTimeout != 6*time.Hour || o.orphanVolumeGrace != 5*time.Minute {
-				return "defaults are not 6h/5m"
+			if o.replicaRebuildTimeout != 6*time.Hour || o.orphanVolumeGrace != 5*time.Minute || o.maxReplacements != 4 {
+				return "defaults are not 6h/5m/4 replacements"
 			}
 			return ""
 		}},
@@ -140,6 +140,14 @@ func TestVolumeControllerFlags(t *testing.T) {
 			wantErr: "--orphan-volume-grace=10s is below the minimum of 1m0s"},
 		{name: "rebuild timeout below 1m refused", args: []string{"--replica-rebuild-timeout=5s"},
 			wantErr: "--replica-rebuild-timeout=5s is below the minimum of 1m0s"},
+		{name: "replacement bound: 4 by default, 1 accepted", args: []string{"--max-concurrent-replacements=1"}, check: func(o options) string {
+			if o.maxReplacements != 1 {
+				return "bound not 1"
+			}
+			return ""
+		}},
+		{name: "replacement bound below 1 refused", args: []string{"--max-concurrent-replacements=0"},
+			wantErr: "--max-concurrent-replacements=0 is below the minimum of 1"},
 		{name: "one namespace for CA keys and nodes refused", args: []string{"--storage-namespace=x", "--manager-namespace=x"},
 			wantErr: "CA keys would be readable"},
 		{name: "bad storage namespace refused", args: []string{"--storage-namespace=Bad_NS"}, wantErr: "--storage-namespace"},

@@ -11,7 +11,10 @@ import (
 	"os"
 
 	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,7 +75,7 @@ func run(args []string) error {
 		"fleetNamespaces", opts.fleetNamespaces,
 		"storageNamespace", opts.storageNamespace, "replicaRuntime", opts.replicaRuntime,
 		"replicaReplacementDelay", opts.replicaReplacementDelay.String(),
-		"replicaRebuildTimeout", opts.replicaRebuildTimeout.String(), "orphanVolumeGrace", opts.orphanVolumeGrace.String(),
+		"replicaRebuildTimeout", opts.replicaRebuildTimeout.String(), "maxConcurrentReplacements", opts.maxReplacements, "orphanVolumeGrace", opts.orphanVolumeGrace.String(),
 		"leaderElect", opts.leaderElect)
 	ctx := ctrl.SetupSignalHandler()
 	if err := mgr.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
@@ -88,8 +91,10 @@ func run(args []string) error {
 // refused and the cache would never sync. So the default is the fleet
 // namespaces (every fleet type), VolumeReplicas are watched in the storage
 // namespace only, and the kinds both controllers watch (Pods, claims,
-// Services) in both. Secrets are never cached: the volume controller reads
-// them one by one through the API reader.
+// Services) in both. Of the Leases, only the replica hosts' heartbeats (in
+// the storage namespace, labelled with their node) are cached; the leader
+// election's Lease is read by its own client. Secrets are never cached: the
+// volume controller reads them one by one through the API reader.
 func cacheOptions(opts options) cache.Options {
 	fleet := map[string]cache.Config{}
 	both := map[string]cache.Config{opts.storageNamespace: {}}
@@ -101,9 +106,21 @@ func cacheOptions(opts options) cache.Options {
 		DefaultNamespaces: fleet,
 		ByObject: map[client.Object]cache.ByObject{
 			&storagev1alpha1.VolumeReplica{}: {Namespaces: map[string]cache.Config{opts.storageNamespace: {}}},
-			&corev1.Pod{}:                    {Namespaces: both},
-			&corev1.PersistentVolumeClaim{}:  {Namespaces: both},
-			&corev1.Service{}:                {Namespaces: both},
+			&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{opts.storageNamespace: {}},
+				Label: hostLeases},
+			&corev1.Pod{}:                   {Namespaces: both},
+			&corev1.PersistentVolumeClaim{}: {Namespaces: both},
+			&corev1.Service{}:               {Namespaces: both},
 		},
 	}
 }
+
+// hostLeases selects the replica hosts' Leases: each carries its node's
+// label (internal/replica/kubehost/lease.go).
+var hostLeases = func() labels.Selector {
+	req, err := labels.NewRequirement(storagev1alpha1.LabelNode, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant label key: never
+	}
+	return labels.NewSelector().Add(*req)
+}()

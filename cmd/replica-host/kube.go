@@ -38,6 +38,8 @@ type kubeFlags struct {
 	digestQuiet, digestInterval         time.Duration
 	heartbeat, election, lease, commitT time.Duration
 	trailingLogs                        uint64
+	// hostLease is the duration of the host's Lease (kubehost/lease.go).
+	hostLease time.Duration
 }
 
 func (k *kubeFlags) register(fs *flag.FlagSet) {
@@ -58,6 +60,9 @@ func (k *kubeFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&k.election, "election-timeout", 0, "Kubernetes mode: Raft election timeout (0: default)")
 	fs.DurationVar(&k.lease, "leader-lease-timeout", 0, "Kubernetes mode: Raft leader lease (0: default)")
 	fs.DurationVar(&k.commitT, "commit-timeout", 0, "Kubernetes mode: Raft commit timeout (0: default)")
+	fs.DurationVar(&k.hostLease, "lease-duration", kubehost.DefaultLeaseDuration,
+		"Kubernetes mode: duration of the host's Lease in the storage namespace, renewed every quarter of it; the volume controller judges "+
+			"this node's replicas' host gone only once it expires (whole seconds, 2s to 10m)")
 	fs.Uint64Var(&k.trailingLogs, "trailing-logs", 0,
 		"Kubernetes mode: at most this many journal entries stay behind a checkpoint (0: default); fewer make a new replica rebuild from a checkpoint, through the outbound rebuild bound, sooner")
 }
@@ -89,6 +94,10 @@ func (k *kubeFlags) validate(statusListen string) []error {
 		if d < 0 || d > time.Minute {
 			errs = append(errs, fmt.Errorf("-%s must be between 0 and 1m, got %s", name, d))
 		}
+	}
+	if k.hostLease < kubehost.MinLeaseDuration || k.hostLease > kubehost.MaxLeaseDuration || k.hostLease%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("-lease-duration must be whole seconds between %s and %s, got %s",
+			kubehost.MinLeaseDuration, kubehost.MaxLeaseDuration, k.hostLease))
 	}
 	return errs
 }
@@ -126,6 +135,14 @@ func (k *kubeFlags) run(ctx context.Context, h *host.Host, log *slog.Logger, sto
 		DigestQuiet: k.digestQuiet, DigestInterval: k.digestInterval,
 		Timing: replica.Timing{HeartbeatTimeout: k.heartbeat, ElectionTimeout: k.election, LeaderLeaseTimeout: k.lease, CommitTimeout: k.commitT,
 			TrailingLogs: k.trailingLogs}}
+	hb, err := kubehost.NewHeartbeat(cfg, k.namespace, k.node, k.hostLease, log)
+	if err != nil {
+		return err
+	}
+	// Ready once the Lease is renewed: the host reaches the API server and
+	// the controller sees it alive (not: every worker healthy).
+	h.SetReadiness(hb.Ready)
+	go hb.Run(ctx)
 	go func() {
 		if err := kubehost.Run(ctx, cfg, scheme, h, opts); err != nil {
 			log.Error("Kubernetes mode stopped", "error", err)

@@ -136,6 +136,13 @@ func run(args []string) error {
 	if f.adminSocket == "" {
 		f.adminSocket = filepath.Join(file.StateDir, host.AdminSocketName)
 	}
+	// One host per state directory, decided before anything is touched:
+	// a second host exits here naming the first one's PID.
+	lock, err := host.LockStateDir(file.StateDir)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	// First, before any goroutine: ListenAdmin sets the process's umask.
 	adminLn, err := host.ListenAdmin(f.adminSocket)
 	if err != nil {

@@ -99,9 +99,11 @@ func (c *cluster) kill(i int) { c.hosts.Kill(i) }
 
 func (c *cluster) pid(i int) int { return c.hosts.PID(i) }
 
-// ready asks host i's /readyz: every worker serves as a member.
+// ready asks host i's worker reports: every worker runs as a healthy
+// member. (/readyz says only whether the host takes work:
+// docs/decisions/0011-node-leases.md.)
 func (c *cluster) ready(ctx context.Context, i int) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.status[i]+"/readyz", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.status[i]+"/v1/workers", nil)
 	if err != nil {
 		return false
 	}
@@ -110,8 +112,17 @@ func (c *cluster) ready(ctx context.Context, i int) bool {
 	if err != nil {
 		return false
 	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	defer resp.Body.Close()
+	var sts []host.Status
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&sts) != nil || len(sts) == 0 {
+		return false
+	}
+	for _, st := range sts {
+		if st.State != replica.ReplicaStateRunning || !st.Healthy {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *cluster) waitReady(ctx context.Context, timeout time.Duration) error {

@@ -65,6 +65,20 @@ func (v *leaderView) saw(req *raft.AppendEntriesRequest) {
 	}
 }
 
+// sawCheckpoint notes an InstallSnapshot. The coordinator committed the
+// checkpoint's last index, so that is a commit index it has reached even
+// when no AppendEntries said so: a follower too far behind for the journal
+// gets the checkpoint first (raft sends no entries it no longer holds), and
+// it must still know how far behind it is (Stats.Lag).
+func (v *leaderView) sawCheckpoint(req *raft.InstallSnapshotRequest) {
+	for {
+		cur := v.commit.Load()
+		if req.LastLogIndex <= cur || v.commit.CompareAndSwap(cur, req.LastLogIndex) {
+			return
+		}
+	}
+}
+
 // target is the index this follower's journal must reach: the commit index
 // it knows, or the last entry sent to it in term, whichever is higher.
 func (v *leaderView) target(term uint64) uint64 {
@@ -78,7 +92,7 @@ func (v *leaderView) target(term uint64) uint64 {
 }
 
 // inbound relays the RPCs raft consumes, noting the coordinator's commit
-// index on the way.
+// index on the way (from AppendEntries and checkpoint transfers).
 type inbound struct {
 	view *leaderView
 	once sync.Once
@@ -98,8 +112,11 @@ func (in *inbound) relay(src <-chan raft.RPC) {
 	for {
 		select {
 		case rpc := <-src:
-			if req, ok := rpc.Command.(*raft.AppendEntriesRequest); ok {
+			switch req := rpc.Command.(type) {
+			case *raft.AppendEntriesRequest:
 				in.view.saw(req)
+			case *raft.InstallSnapshotRequest:
+				in.view.sawCheckpoint(req)
 			}
 			select {
 			case in.out <- rpc:

@@ -172,3 +172,15 @@ func (w *Worker) followers(r *raft.Raft, last uint64) []FollowerProgress {
 	}
 	return out
 }
+
+// Lag is how many committed entries this replica has not applied yet,
+// counted from the coordinator's commit index (Stats.CoordinatorCommit):
+// its distance behind the coordinator, what a VolumeReplica's status.lag
+// reports (docs/decisions/0006-replica-replacement.md: a replacement is
+// caught up within 64 entries of its coordinator). A follower still
+// receiving a checkpoint, or whose journal stalls, is as far behind as the
+// coordinator has committed past its applied state, though its own commit
+// index may equal its applied index.
+func (s Stats) Lag() uint64 {
+	return s.CoordinatorCommit - min(s.AppliedIndex, s.CoordinatorCommit)
+}

@@ -423,6 +423,12 @@ type Stats struct {
 	CommitIndex     uint64
 	AppliedIndex    uint64
 	LastIndex       uint64
+	// CoordinatorCommit is the coordinator's commit index as this worker
+	// knows it: its own on the coordinator, on a follower the highest of its
+	// own and the one the coordinator's last AppendEntries carried (a
+	// follower's own commit index never passes its journal, so it cannot
+	// show how far behind a rebuilding follower is). Lag is measured from it.
+	CoordinatorCommit uint64
 	// Healthy is false when the worker is not a working member of its
 	// group (Health): not running, its journal appends fail, or its journal
 	// stalls behind the coordinator's commit index. HealthReason says why.
@@ -454,6 +460,10 @@ func (w *Worker) Stats() Stats {
 		s.CommitIndex = r.CommitIndex()
 		s.AppliedIndex = w.fsm.Applied()
 		s.LastIndex = r.LastIndex()
+		s.CoordinatorCommit = s.CommitIndex
+		if r.State() != raft.Leader {
+			s.CoordinatorCommit = max(s.CommitIndex, w.view.commit.Load())
+		}
 		s.Followers = w.followers(r, s.LastIndex)
 		h := w.Health()
 		s.Healthy, s.HealthReason = h.Healthy, h.Reason

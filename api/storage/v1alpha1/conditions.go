@@ -236,6 +236,10 @@ const (
 	// ReasonAwaitingReplacement: another replacement of the volume is in
 	// progress; one at a time.
 	ReasonAwaitingReplacement ConditionReason = "AwaitingOtherReplacement"
+	// ReasonAwaitingReplacementSlot: as many replacements as
+	// --max-concurrent-replacements allows are in progress across the
+	// cluster; this one starts when one of them ends.
+	ReasonAwaitingReplacementSlot ConditionReason = "AwaitingReplacementSlot"
 	// ReasonAbandoningReplacement: the replica being added could not catch
 	// up (its node went away, it lost its state or its claim, or it stayed
 	// behind past --replica-rebuild-timeout); it is removed from the Raft

@@ -20,6 +20,11 @@ package volume
 // the teardown where it is: nothing is deleted past an ambiguous answer, and
 // a replica whose host never acknowledges (a node that is gone) keeps its
 // claim and blocks the volume's removal, which the seed leaves blocked.
+// A retired replica released without its host's acknowledgement (its host
+// gone, releaseReplica) may still be published on its node: that host,
+// when it comes back, unpublishes and forgets every publication of a
+// replica that no longer exists (internal/replica/kubehost/orphans.go), so
+// the local driver can delete the PV's directory.
 
 import (
 	"context"
@@ -73,9 +78,10 @@ func (r *Reconciler) teardown(ctx context.Context, rv *storagev1alpha1.Replicate
 // releaseReplica advances one replica's teardown; it returns what it waits
 // for, or "" when the replica is gone. hostGone waives the host's release
 // acknowledgement, and only for a replica whose removal from the Raft
-// configuration committed (replacement.go): its node is gone, so no host
-// will ever acknowledge, and it holds no vote, so nothing it might still
-// hold can be served.
+// configuration committed (replacement.go) and whose host is gone: no Node,
+// or its host's Lease absent or expired (liveness.go), never merely an
+// unready host, which is alive and is asked. It holds no vote, so nothing
+// it might still hold can be served.
 func (r *Reconciler) releaseReplica(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume, vr *storagev1alpha1.VolumeReplica, hostGone bool) (string, error) {
 	if vr.DeletionTimestamp == nil {
 		uid := vr.UID

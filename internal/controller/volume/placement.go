@@ -6,7 +6,8 @@ package volume
 //     once local.storage.eric.dev registered on it (its backing claims can
 //     be provisioned there),
 //   - it is not cordoned or being deleted, and
-//   - the NODE DaemonSet Pod on it reports its replica-host container ready.
+//   - the NODE DaemonSet Pod on it reports its replica-host container ready
+//     (its /readyz: the host takes work, docs/decisions/0011-node-leases.md).
 // Replicas go to distinct eligible nodes, spread across zones when nodes
 // carry topology.kubernetes.io/zone, each next replica to the least used zone
 // and then the least loaded node. The choice is recorded in

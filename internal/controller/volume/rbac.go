@@ -17,6 +17,8 @@ package volume
 //     (no list or watch), create, update and delete. The Roles grant get on
 //     named Secrets, which the API server's escalation check allows because
 //     the controller holds get on the namespace's Secrets itself;
+//   - in the storage namespace, the replica hosts' Leases (liveness.go):
+//     get, list and watch, never a write: a host's heartbeat is its own;
 //   - in its own namespace (cellfleet-system): the CA Secrets, get, create
 //     and delete only;
 //   - events of the cluster-scoped volumes, which land in "default";
@@ -40,5 +42,6 @@ package volume
 // +kubebuilder:rbac:groups="",namespace=cellfleet-storage,resources=secrets,verbs=get;create;update;delete
 // +kubebuilder:rbac:groups="",namespace=cellfleet-storage,resources=serviceaccounts,verbs=get;create;update;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,namespace=cellfleet-storage,resources=roles;rolebindings,verbs=get;create;update;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=cellfleet-storage,resources=leases,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",namespace=cellfleet-system,resources=secrets,verbs=get;create;delete
 // +kubebuilder:rbac:groups=events.k8s.io,namespace=default,resources=events,verbs=create;patch

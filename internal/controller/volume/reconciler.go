@@ -62,6 +62,10 @@ type Options struct {
 	// before it is abandoned (stuck.go); zero means
 	// DefaultReplicaRebuildTimeout.
 	ReplicaRebuildTimeout time.Duration
+	// MaxConcurrentReplacements bounds the replacements in progress
+	// across the cluster (bound.go); zero means
+	// DefaultMaxConcurrentReplacements.
+	MaxConcurrentReplacements int
 	// OrphanGracePeriod is how long a volume may be without its source
 	// claim and without a PersistentVolume before it is collected
 	// (orphan.go); zero means DefaultOrphanGracePeriod.
@@ -87,6 +91,7 @@ type Reconciler struct {
 	ports            PortRange
 	replacementDelay time.Duration
 	rebuildTimeout   time.Duration
+	maxReplacements  int
 	orphanGrace      time.Duration
 	recorder         events.EventRecorder
 	metrics          *Metrics
@@ -119,6 +124,12 @@ func New(c client.Client, scheme *runtime.Scheme, opts Options) (*Reconciler, er
 	if opts.ReplicaRebuildTimeout == 0 {
 		opts.ReplicaRebuildTimeout = DefaultReplicaRebuildTimeout
 	}
+	if opts.MaxConcurrentReplacements == 0 {
+		opts.MaxConcurrentReplacements = DefaultMaxConcurrentReplacements
+	}
+	if opts.MaxConcurrentReplacements < MinMaxConcurrentReplacements {
+		return nil, fmt.Errorf("at most %d concurrent replacements: at least %d must be allowed", opts.MaxConcurrentReplacements, MinMaxConcurrentReplacements)
+	}
 	if opts.OrphanGracePeriod == 0 {
 		opts.OrphanGracePeriod = DefaultOrphanGracePeriod
 	}
@@ -127,7 +138,7 @@ func New(c client.Client, scheme *runtime.Scheme, opts Options) (*Reconciler, er
 	}
 	r := &Reconciler{client: c, reader: opts.APIReader, scheme: scheme, namespace: opts.Namespace,
 		managerNamespace: opts.ManagerNamespace, ports: opts.Ports, replacementDelay: opts.ReplicaReplacementDelay,
-		rebuildTimeout: opts.ReplicaRebuildTimeout, orphanGrace: opts.OrphanGracePeriod,
+		rebuildTimeout: opts.ReplicaRebuildTimeout, maxReplacements: opts.MaxConcurrentReplacements, orphanGrace: opts.OrphanGracePeriod,
 		recorder: opts.Recorder, metrics: opts.Metrics, log: opts.Logger}
 	if r.reader == nil {
 		r.reader = c
@@ -140,9 +151,12 @@ func New(c client.Client, scheme *runtime.Scheme, opts Options) (*Reconciler, er
 
 // SetupWithManager registers the reconciler, with the per-node credentials
 // reconciler beside it (nodecredentials.go), and its watches: its own
-// objects by owner, and Nodes and NODE Pods (they decide eligibility and
-// whether a replica's node is gone) for every volume still waiting to be
-// placed and every volume with a replica on the node.
+// objects by owner, and Nodes and NODE Pods (they decide eligibility; a
+// Node's absence makes its replicas' host gone) for every volume still
+// waiting to be placed and every volume with a replica on the node. The
+// hosts' Leases are read, not watched: a renewal every few seconds would
+// reconcile every volume of the node, and an expiry sends no event anyway
+// (liveness.go requeues just after it).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := r.NodeCredentials().setupWithManager(mgr); err != nil {
 		return fmt.Errorf("per-node credentials controller: %w", err)

@@ -1,18 +1,21 @@
 package volume
 
-// Replacing a permanently lost replica (issue 12 item 5; the design and
-// its deviation from seed 003 are docs/decisions/0006-replica-replacement.md).
+// Replacing a permanently lost replica (docs/decisions/0006-replica-replacement.md,
+// with the liveness of docs/decisions/0011-node-leases.md).
 //
 // A replica is lost when
 //   - its host reports ReplicaStateLost (at once: it is never initialised
 //     again in place),
 //   - its backing claim is Lost or the claim's PersistentVolume is gone (at
 //     once), or
-//   - its node is gone (the Node absent or not Ready, or the NODE Pod absent
-//     or its replica-host container not ready) for the replacement delay,
-//     counted from the annotation the controller writes when it first sees
-//     that, so a restarted manager does not start the delay afresh.
-// One replacement at a time per volume, only while the other replicas hold a
+//   - its host is gone (the Node absent, or the host's Lease absent or
+//     expired: liveness.go) for the replacement delay, counted from the
+//     earlier of the Lease's expiry and the annotation the controller
+//     writes when it first sees that, so a restarted manager does not start
+//     the delay afresh. A host that renews its Lease is never gone: a sick
+//     worker or a long rebuild is judged on its own replica's status only.
+// One replacement at a time per volume, at most --max-concurrent-replacements
+// across the cluster (bound.go), only while the other replicas hold a
 // healthy quorum, onto an eligible node the volume does not use. The steps
 // are level-triggered: every reconcile derives the step from the objects
 // alone, so a manager that stops anywhere resumes where it was.
@@ -86,13 +89,13 @@ func (r *Reconciler) replace(ctx context.Context, rv *storagev1alpha1.Replicated
 	if old, repl := inProgress(*set); repl != nil {
 		return r.continueReplacement(ctx, rv, set, old, repl)
 	}
-	losses, err := r.judge(ctx, *set)
+	losses, recheck, err := r.judge(ctx, *set)
 	if err != nil {
 		return replacement{}, err
 	}
 	var lost *storagev1alpha1.VolumeReplica
 	var waiting []string
-	var soonest time.Duration
+	var nearest time.Duration
 	for _, vr := range *set {
 		l, ok := losses[vr.Name]
 		switch {
@@ -101,17 +104,17 @@ func (r *Reconciler) replace(ctx context.Context, rv *storagev1alpha1.Replicated
 			lost = vr
 		case l.waitIn > 0:
 			waiting = append(waiting, fmt.Sprintf("%s (%s; replaced in %s)", vr.Name, l.why, l.waitIn.Round(time.Second)))
-			if soonest == 0 || l.waitIn < soonest {
-				soonest = l.waitIn
+			if nearest == 0 || l.waitIn < nearest {
+				nearest = l.waitIn
 			}
 		}
 	}
 	if lost == nil {
 		if len(waiting) > 0 {
-			return replacement{reason: storagev1alpha1.ReasonAwaitingDelay, requeue: soonest,
-				message: fmt.Sprintf("node gone, within --replica-replacement-delay=%s: %s", r.replacementDelay, strings.Join(waiting, ", "))}, nil
+			return replacement{reason: storagev1alpha1.ReasonAwaitingDelay, requeue: soonest(nearest, recheck),
+				message: fmt.Sprintf("host gone, within --replica-replacement-delay=%s: %s", r.replacementDelay, strings.Join(waiting, ", "))}, nil
 		}
-		return replacement{reason: storagev1alpha1.ReasonNoReplacement, message: "no replica is lost"}, nil
+		return replacement{reason: storagev1alpha1.ReasonNoReplacement, requeue: recheck, message: "no replica is lost"}, nil
 	}
 	why := losses[lost.Name].why
 	if ok, msg := quorumWithout(replicaCount(rv), *set, lost, nil); !ok {
@@ -182,10 +185,12 @@ func quorumWithout(want int, set replicaSet, lost, notYet *storagev1alpha1.Volum
 }
 
 // judge decides, for every member, whether it is lost, and keeps the
-// unavailable-since annotations.
-func (r *Reconciler) judge(ctx context.Context, set replicaSet) (map[string]loss, error) {
+// unavailable-since annotations. recheck is when a live host's Lease runs
+// out, the time to look again.
+func (r *Reconciler) judge(ctx context.Context, set replicaSet) (map[string]loss, time.Duration, error) {
 	out := map[string]loss{}
 	now := time.Now()
+	var recheck time.Duration
 	for _, vr := range set {
 		if !member(vr) {
 			continue
@@ -195,32 +200,33 @@ func (r *Reconciler) judge(ctx context.Context, set replicaSet) (map[string]loss
 			continue
 		}
 		if why, err := r.backingLost(ctx, vr); err != nil {
-			return nil, err
+			return nil, 0, err
 		} else if why != "" {
 			out[vr.Name] = loss{lost: true, why: why}
 			continue
 		}
-		gone, since, err := r.nodeGone(ctx, vr)
+		host, err := r.hostOf(ctx, vr, now)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		if err := r.markUnavailable(ctx, vr, gone, now); err != nil {
-			return nil, err
+		if err := r.markUnavailable(ctx, vr, host.gone, now); err != nil {
+			return nil, 0, err
 		}
-		if gone == "" {
+		if host.gone == "" {
+			recheck = soonest(recheck, recheckAfter(host, now))
 			continue
 		}
 		first := unavailableSince(vr, now)
-		if !since.IsZero() && since.Before(first) {
-			first = since
+		if !host.since.IsZero() && host.since.Before(first) {
+			first = host.since
 		}
 		if left := r.replacementDelay - now.Sub(first); left > 0 {
-			out[vr.Name] = loss{why: gone + " since " + first.UTC().Format(time.RFC3339), waitIn: left}
+			out[vr.Name] = loss{why: host.gone + " since " + first.UTC().Format(time.RFC3339), waitIn: left}
 		} else {
-			out[vr.Name] = loss{lost: true, why: gone + " since " + first.UTC().Format(time.RFC3339)}
+			out[vr.Name] = loss{lost: true, why: host.gone + " since " + first.UTC().Format(time.RFC3339)}
 		}
 	}
-	return out, nil
+	return out, recheck, nil
 }
 
 // backingLost says why the replica's backing storage is gone, or "".
@@ -247,37 +253,6 @@ func (r *Reconciler) backingLost(ctx context.Context, vr *storagev1alpha1.Volume
 		return "", fmt.Errorf("read PersistentVolume %s of claim %s: %w", claim.Spec.VolumeName, claim.Name, err)
 	}
 	return "", nil
-}
-
-// nodeGone says what is gone of the replica's node ("" when node and host
-// are there) and, for a node whose Ready condition is not True, since when
-// the node says so.
-func (r *Reconciler) nodeGone(ctx context.Context, vr *storagev1alpha1.VolumeReplica) (string, time.Time, error) {
-	n := &corev1.Node{}
-	err := r.client.Get(ctx, client.ObjectKey{Name: vr.Spec.Node}, n)
-	if apierrors.IsNotFound(err) {
-		return "node " + vr.Spec.Node + " is absent", time.Time{}, nil
-	}
-	if err != nil {
-		return "", time.Time{}, fmt.Errorf("read node %s: %w", vr.Spec.Node, err)
-	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
-			return fmt.Sprintf("node %s is Ready=%s", n.Name, c.Status), c.LastTransitionTime.Time, nil
-		}
-	}
-	pods := &corev1.PodList{}
-	if err := r.client.List(ctx, pods, client.InNamespace(r.namespace),
-		client.MatchingLabels{NodeComponentLabel: NodeComponentValue}); err != nil {
-		return "", time.Time{}, fmt.Errorf("list NODE pods in %s: %w", r.namespace, err)
-	}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Spec.NodeName == vr.Spec.Node && p.DeletionTimestamp == nil && replicaHostReady(p) {
-			return "", time.Time{}, nil
-		}
-	}
-	return fmt.Sprintf("node %s has no ready %s container", vr.Spec.Node, ReplicaHostContainer), time.Time{}, nil
 }
 
 // unavailableSince is the time the annotation records, or now.
@@ -330,10 +305,16 @@ func (r *Reconciler) allocate(ctx context.Context, rv *storagev1alpha1.Replicate
 		*set = fresh
 		return r.continueReplacement(ctx, rv, set, old, repl)
 	}
-	book, err := r.readPortBook(ctx)
+	all, err := r.readAllReplicas(ctx)
 	if err != nil {
 		return replacement{}, err
 	}
+	if busy := r.slotTaken(all); busy != "" {
+		msg := fmt.Sprintf("replica %s is lost (%s); not replaced yet: %s", lost.Name, why, busy)
+		r.event(rv, eventNormal, EventReplacementWaiting, "Replace", "%s", msg)
+		return replacement{reason: storagev1alpha1.ReasonAwaitingReplacementSlot, message: msg, requeue: pendingRequeue}, nil
+	}
+	book := newPortBook(all)
 	taken := map[string]string{}
 	zoneOf := map[string]string{}
 	for _, c := range elig.eligible {
@@ -591,9 +572,9 @@ func (r *Reconciler) annotateRemoved(ctx context.Context, old *storagev1alpha1.V
 // retire deletes the replaced replica (UID precondition) and advances its
 // ordered teardown; it returns what it waits for, "" once it is gone.
 func (r *Reconciler) retire(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume, old *storagev1alpha1.VolumeReplica) (string, error) {
-	gone, _, err := r.nodeGone(ctx, old)
+	host, err := r.hostOf(ctx, old, time.Now())
 	if err != nil {
 		return "", err
 	}
-	return r.releaseReplica(ctx, rv, old, gone != "")
+	return r.releaseReplica(ctx, rv, old, host.gone != "")
 }

@@ -249,28 +249,18 @@ func TestNoReplacementWithoutQuorum(t *testing.T) {
 	fx.noDuplicates(rv.Name, 3)
 }
 
-// A node that is gone (NotReady) is replaced only after the delay; past it,
-// the replacement runs, and the lost replica's claim in use is reclaimed
-// without a release acknowledgement only once its removal from the Raft
-// configuration committed.
+// A node whose host stopped renewing its Lease is replaced only after the
+// delay; past it, the replacement runs, and the lost replica's claim in use
+// is reclaimed without a release acknowledgement only once its removal from
+// the Raft configuration committed.
 func TestGoneNodeIsReplacedAfterTheDelayWithoutItsHost(t *testing.T) {
 	var err error
 	fx := newFixture(t)
 	rv, r0, _, r2 := fx.healthyWithSpareNode()
 	// r2's claim is in use: bound and protected by its host.
 	claim := fx.claimInUse(&r2, corev1.ClaimBound)
-	notReady := func(since time.Time) {
-		n := &corev1.Node{}
-		if err := env.Client.Get(fx.ctx, client.ObjectKey{Name: r2.Spec.Node}, n); err != nil {
-			t.Fatal(err)
-		}
-		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown,
-			Reason: "NodeStatusUnknown", LastTransitionTime: metav1.NewTime(since), LastHeartbeatTime: metav1.NewTime(since)}}
-		if err := env.Client.Status().Update(fx.ctx, n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	notReady(time.Now())
+	// Its host's last renewal: a 40s Lease that ran out a moment ago.
+	fx.hostRenewed(r2.Spec.Node, time.Now().Add(-41*time.Second), 40*time.Second)
 	fx.converge(rv.Name)
 	got := fx.replacing(rv, metav1.ConditionFalse, storagev1alpha1.ReasonAwaitingDelay)
 	if got.Status.Robustness != storagev1alpha1.RobustnessDegraded {
@@ -279,7 +269,7 @@ func TestGoneNodeIsReplacedAfterTheDelayWithoutItsHost(t *testing.T) {
 	}
 	fx.noDuplicates(rv.Name, 3)
 
-	notReady(time.Now().Add(-31 * time.Minute)) // the node controller's record: gone past the default delay
+	fx.hostRenewed(r2.Spec.Node, time.Now().Add(-31*time.Minute), 40*time.Second) // the Lease records it: gone past the default delay
 	fx.converge(rv.Name)
 	fx.replacing(rv, metav1.ConditionTrue, storagev1alpha1.ReasonAddingReplica)
 	r3, ok := fx.replica(rv.Name + "-r3")

@@ -192,11 +192,21 @@ func (r *Reconciler) place(ctx context.Context, rv *storagev1alpha1.ReplicatedVo
 // readPortBook reads every VolumeReplica of the namespace from the API
 // server (not the cache) into a port book; the caller holds portMu.
 func (r *Reconciler) readPortBook(ctx context.Context) (portBook, error) {
+	all, err := r.readAllReplicas(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return newPortBook(all), nil
+}
+
+// readAllReplicas lists every VolumeReplica of the namespace from the API
+// server, for port allocation and the replacement bound (bound.go).
+func (r *Reconciler) readAllReplicas(ctx context.Context) ([]storagev1alpha1.VolumeReplica, error) {
 	all := &storagev1alpha1.VolumeReplicaList{}
 	if err := r.reader.List(ctx, all, client.InNamespace(r.namespace)); err != nil {
 		return nil, fmt.Errorf("list replicas in %s for port allocation: %w", r.namespace, err)
 	}
-	return newPortBook(all.Items), nil
+	return all.Items, nil
 }
 
 func (r *Reconciler) newReplica(rv *storagev1alpha1.ReplicatedVolume, i int, node string, port int32) *storagev1alpha1.VolumeReplica {

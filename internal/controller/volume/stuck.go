@@ -95,22 +95,22 @@ func (r *Reconciler) stuck(ctx context.Context, repl *storagev1alpha1.VolumeRepl
 		return why, 0, err
 	}
 	now := time.Now()
-	gone, since, err := r.nodeGone(ctx, repl)
+	host, err := r.hostOf(ctx, repl, now)
 	if err != nil {
 		return "", 0, err
 	}
-	if err := r.markUnavailable(ctx, repl, gone, now); err != nil {
+	if err := r.markUnavailable(ctx, repl, host.gone, now); err != nil {
 		return "", 0, err
 	}
-	var wait time.Duration
-	if gone != "" {
+	wait := recheckAfter(host, now)
+	if host.gone != "" {
 		first := unavailableSince(repl, now)
-		if !since.IsZero() && since.Before(first) {
-			first = since
+		if !host.since.IsZero() && host.since.Before(first) {
+			first = host.since
 		}
 		left := r.replacementDelay - now.Sub(first)
 		if left <= 0 {
-			return gone + " since " + first.UTC().Format(time.RFC3339), 0, nil
+			return host.gone + " since " + first.UTC().Format(time.RFC3339), 0, nil
 		}
 		wait = left
 	}

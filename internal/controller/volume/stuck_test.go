@@ -150,7 +150,7 @@ func TestReplacementThatLosesItsStateIsAbandonedForAnotherNode(t *testing.T) {
 
 // A replacement that stays behind past --replica-rebuild-timeout (its add
 // asked for, never reported done: a non-voter) is abandoned the same way;
-// one whose node goes away is
+// one whose host goes away (its Lease expired) is
 // abandoned after the replacement delay and its claim in use is reclaimed
 // without its host's acknowledgement once it is out of the configuration.
 func TestReplacementThatNeverCatchesUpIsAbandoned(t *testing.T) {
@@ -192,19 +192,10 @@ func TestReplacementThatNeverCatchesUpIsAbandoned(t *testing.T) {
 
 	// r4's node goes away past the replacement delay, its claim in use.
 	claim := fx.claimInUse(r4, corev1.ClaimBound)
-	n := &corev1.Node{}
-	if err := env.Client.Get(fx.ctx, client.ObjectKey{Name: r4.Spec.Node}, n); err != nil {
-		t.Fatal(err)
-	}
-	since := metav1.NewTime(time.Now().Add(-31 * time.Minute))
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown,
-		Reason: "NodeStatusUnknown", LastTransitionTime: since, LastHeartbeatTime: since}}
-	if err := env.Client.Status().Update(fx.ctx, n); err != nil {
-		t.Fatal(err)
-	}
+	fx.hostRenewed(r4.Spec.Node, time.Now().Add(-31*time.Minute), 40*time.Second) // its host's last renewal
 	fx.converge(rv.Name)
 	got = fx.replacing(rv, metav1.ConditionTrue, storagev1alpha1.ReasonAbandoningReplacement)
-	if msg := condition(got, storagev1alpha1.VolumeReplacing).Message; !strings.Contains(msg, "Ready=Unknown") {
+	if msg := condition(got, storagev1alpha1.VolumeReplacing).Message; !strings.Contains(msg, "last renewed its Lease") {
 		t.Errorf("Replacing message does not say the node is gone: %s", msg)
 	}
 	req := fx.request(r0.Name)

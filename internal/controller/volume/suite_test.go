@@ -3,8 +3,8 @@ package volume_test
 // The volume controller against a real kube-apiserver and etcd. envtest runs
 // no kubelet, scheduler or replica host, so a test plays them with API
 // objects only: Nodes and NODE DaemonSet Pods whose replica-host container
-// is ready, and (hostSim) the replica hosts' writes to VolumeReplica status
-// and their backing-use finalizer. Each test uses its own storage and
+// is ready, the hosts' Leases (hostRenewed), and (hostSim) the replica
+// hosts' writes to VolumeReplica status and their backing-use finalizer. Each test uses its own storage and
 // manager namespaces and removes its Nodes, so eligibility counts only its
 // own.
 
@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -114,7 +115,36 @@ func (fx *fixture) node(name, zone string, hostReady bool) string {
 		fx.t.Fatal(err)
 	}
 	fx.setHostReady(name, hostReady)
+	if hostReady {
+		fx.hostRenewed(name, time.Now(), time.Hour)
+	}
 	return name
+}
+
+// hostRenewed plays node's replica host renewing its Lease at renewed
+// (internal/replica/kubehost/lease.go writes the same fields); a duration
+// of an hour keeps it alive for the whole test.
+func (fx *fixture) hostRenewed(node string, renewed time.Time, duration time.Duration) {
+	fx.t.Helper()
+	name := storagev1alpha1.HostLeaseName(node)
+	l := &coordinationv1.Lease{}
+	err := env.Client.Get(fx.ctx, client.ObjectKey{Namespace: fx.ns, Name: name}, l)
+	if apierrors.IsNotFound(err) {
+		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: fx.ns, Name: name,
+			Labels: map[string]string{storagev1alpha1.LabelNode: node}}}
+	} else if err != nil {
+		fx.t.Fatal(err)
+	}
+	secs, at := int32(duration/time.Second), metav1.NewMicroTime(renewed)
+	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &node, &secs, &at
+	if l.ResourceVersion == "" {
+		err = env.Client.Create(fx.ctx, l)
+	} else {
+		err = env.Client.Update(fx.ctx, l)
+	}
+	if err != nil {
+		fx.t.Fatal(err)
+	}
 }
 
 func (fx *fixture) setHostReady(node string, ready bool) {

@@ -21,6 +21,7 @@ import (
 	"github.com/cellfleet/cellfleet/internal/replica"
 	"github.com/cellfleet/cellfleet/internal/replica/host"
 	"github.com/cellfleet/cellfleet/internal/replica/pki"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
 )
 
 type fixture struct {
@@ -120,17 +121,6 @@ func (f *fixture) metric(line string) bool {
 	return strings.Contains(string(b), line+"\n")
 }
 
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s within %s", what, timeout)
-		}
-		time.Sleep(10 * time.Millisecond) // poll interval of a deadline-bounded wait
-	}
-}
-
 // publish bind-mounts dir onto itself: a mount appears at dir in this
 // mount namespace, which is what a worker with AwaitDataDir waits for.
 func publish(t *testing.T, dir string) {
@@ -162,7 +152,7 @@ func TestAdmissionBoundsAnswerPendingOrUnavailableNeverFewerReplicas(t *testing.
 		body["condition"] != string(host.ConditionPending) || body["reason"] != string(host.ReasonStartLimitReached) {
 		t.Fatalf("the 5th concurrent start must be answered 202 Pending/StartLimitReached, got %d %v", code, body)
 	}
-	waitFor(t, 5*time.Second, "metrics show 4 starts in use and 1 waiting", func() bool {
+	poll.UntilTrue(t, 5*time.Second, "metrics show 4 starts in use and 1 waiting", func() bool {
 		return f.metric(`cellfleet_host_admission_in_use{bound="starts"} 4`) && f.metric(`cellfleet_host_admission_waiting{bound="starts"} 1`)
 	})
 
@@ -183,7 +173,7 @@ func TestAdmissionBoundsAnswerPendingOrUnavailableNeverFewerReplicas(t *testing.
 			codes <- resp.StatusCode
 		}()
 	}
-	waitFor(t, 10*time.Second, "32 HTTP operations in flight", func() bool {
+	poll.UntilTrue(t, 10*time.Second, "32 HTTP operations in flight", func() bool {
 		return f.metric(`cellfleet_host_admission_in_use{bound="http_operations"} 32`)
 	})
 	resp, err := f.ac.Get(adminURL + "/v1/workers")
@@ -196,8 +186,10 @@ func TestAdmissionBoundsAnswerPendingOrUnavailableNeverFewerReplicas(t *testing.
 	if resp.StatusCode != http.StatusServiceUnavailable || cond.Condition != host.ConditionUnavailable || cond.Reason != host.ReasonHTTPOperationLimitReached {
 		t.Fatalf("the 33rd concurrent HTTP operation must be answered 503 Unavailable/HTTPOperationLimitReached, got %d %+v", resp.StatusCode, cond)
 	}
-	if code := get(t, f.srv.URL+"/readyz"); code != http.StatusServiceUnavailable {
-		t.Fatalf("readyz must be 503 while workers are pending or starting, got %d", code)
+	// Workers waiting for a slot say so in their own status; the host
+	// itself still takes work (docs/decisions/0011-node-leases.md).
+	if code := get(t, f.srv.URL+"/readyz"); code != http.StatusOK {
+		t.Fatalf("readyz must stay 200 while workers are pending or starting (the host takes work), got %d", code)
 	}
 
 	// Publishing the data directories (a bind visible in this mount
@@ -215,7 +207,7 @@ func TestAdmissionBoundsAnswerPendingOrUnavailableNeverFewerReplicas(t *testing.
 	}
 	for i := 0; i < 5; i++ {
 		key := f.spec(i).Key()
-		waitFor(t, 20*time.Second, key+" running", func() bool {
+		poll.UntilTrue(t, 20*time.Second, key+" running", func() bool {
 			_, st, _ := f.h.Worker(key)
 			return st.State == replica.ReplicaStateRunning
 		})

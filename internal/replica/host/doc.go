@@ -1,7 +1,8 @@
 // Package host runs many replica workers in one process: admission bounds
 // (workers, concurrent starts, shared HTTP operations, checkpoint captures,
 // outbound rebuilds and their shared bandwidth), the host's two-phase
-// record of which replicas it initialised (history.go), the wait for a
+// record of which replicas it initialised and on which storage
+// (history.go), the one-host-per-state-directory lock (lock.go), the wait for a
 // data directory's bind, the network handler (health, readiness, metrics,
 // read-only status), the admin API served only on a local unix socket
 // (admin.go, socket.go; docs/decisions/0003-host-admin-authority.md), and

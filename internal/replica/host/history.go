@@ -21,6 +21,16 @@ package host
 //
 // A record that cannot be written fails the start: a replica never runs
 // Raft unless its record is durable.
+//
+// In Kubernetes mode a record also names the storage the replica ran on:
+// its backing claim's UID, the claim's PersistentVolume and the node. A
+// sealed record whose claim UID, PV or node differs from the spec's is not
+// this replica's storage (the claim was recreated, or the state directory
+// moved to another node): the start is refused and the replica reported
+// lost, so it never runs Raft as a member that voted on other storage
+// (docs/replica-engine.md, "Identity, loss and recovery"). Records written
+// before these fields existed, and every standalone record, leave them
+// empty: an empty field is never compared.
 
 import (
 	"encoding/json"
@@ -52,7 +62,15 @@ type historyRecord struct {
 	// Phase is empty in records written before phases existed: those were
 	// written after the worker started, so they mean Sealed.
 	Phase RecordPhase `json:"phase,omitempty"`
+	// The storage the replica runs on (Kubernetes mode; WorkerSpec).
+	ClaimUID string `json:"claimUID,omitempty"`
+	PV       string `json:"pv,omitempty"`
+	Node     string `json:"node,omitempty"`
 }
+
+// ErrNotSameReplica: the host's history records the replica on other
+// storage than its spec names.
+var ErrNotSameReplica = errors.New("not the replica the host's history recorded")
 
 // standing is what the history knows of one generation of a replica.
 type standing int
@@ -70,31 +88,63 @@ func HistoryPath(stateDir, volume, replica string) string {
 
 func (h history) path(volume, replica string) string { return HistoryPath(h.dir, volume, replica) }
 
-// standing reads the record of this generation of the replica. A record of
-// a later generation counts as sealed: an older generation is superseded
-// and never initialised again.
-func (h history) standing(volume, replica string, generation uint64) (standing, error) {
+// recorded reads the replica's record; found is false when there is none.
+func (h history) recorded(volume, replica string) (r historyRecord, found bool, err error) {
 	b, err := os.ReadFile(h.path(volume, replica))
 	if errors.Is(err, os.ErrNotExist) {
-		return standingNone, nil
+		return r, false, nil
 	}
 	if err != nil {
-		return standingNone, fmt.Errorf("read host history: %w", err)
+		return r, false, fmt.Errorf("read host history: %w", err)
 	}
-	var r historyRecord
 	if err := json.Unmarshal(b, &r); err != nil {
-		return standingNone, fmt.Errorf("host history of %s/%s is corrupt: %w", volume, replica, err)
+		return r, true, fmt.Errorf("host history of %s/%s is corrupt: %w", volume, replica, err)
 	}
+	return r, true, nil
+}
+
+// standing reads the record of this generation of the replica.
+func (h history) standing(volume, replica string, generation uint64) (standing, error) {
+	r, found, err := h.recorded(volume, replica)
+	if err != nil || !found {
+		return standingNone, err
+	}
+	return r.standing(generation), nil
+}
+
+// standing: a record of a later generation counts as sealed: an older
+// generation is superseded and never initialised again.
+func (r historyRecord) standing(generation uint64) standing {
 	switch {
 	case r.Generation > generation:
-		return standingSealed, nil
+		return standingSealed
 	case r.Generation < generation:
-		return standingNone, nil
+		return standingNone
 	case r.Phase == PhaseIntent:
-		return standingIntent, nil
+		return standingIntent
 	default:
-		return standingSealed, nil
+		return standingSealed
 	}
+}
+
+// sameStorage checks that spec names the storage the record does; a field
+// empty on either side is not compared.
+func (r historyRecord) sameStorage(spec WorkerSpec) error {
+	for _, f := range []struct{ what, recorded, now string }{
+		{"claim UID", r.ClaimUID, spec.ClaimUID}, {"PersistentVolume", r.PV, spec.PV}, {"node", r.Node, spec.Node},
+	} {
+		if f.recorded != "" && f.now != "" && f.recorded != f.now {
+			return fmt.Errorf("%w: the host's history records replica %s of volume %s (generation %d) with %s %q, its spec names %q: "+
+				"a different replica's storage, refused (never initialised, never run)",
+				ErrNotSameReplica, r.Replica, r.Volume, r.Generation, f.what, f.recorded, f.now)
+		}
+	}
+	return nil
+}
+
+// lacksStorage: the record predates the storage fields the spec carries.
+func (r historyRecord) lacksStorage(spec WorkerSpec) bool {
+	return r.ClaimUID == "" && spec.ClaimUID != "" || r.PV == "" && spec.PV != "" || r.Node == "" && spec.Node != ""
 }
 
 // record makes phase the replica's durable record for generation.
@@ -106,7 +156,8 @@ func (h history) record(spec WorkerSpec, phase RecordPhase) error {
 	if err := durable.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return fmt.Errorf("record %s in the host history: %w", phase, err)
 	}
-	rec := historyRecord{Volume: spec.Volume, Replica: spec.Replica, Generation: spec.Generation, Phase: phase}
+	rec := historyRecord{Volume: spec.Volume, Replica: spec.Replica, Generation: spec.Generation, Phase: phase,
+		ClaimUID: spec.ClaimUID, PV: spec.PV, Node: spec.Node}
 	if err := durable.WriteJSON(p, rec); err != nil {
 		return fmt.Errorf("record %s in the host history: %w", phase, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cellfleet/cellfleet/internal/csi/publication"
@@ -34,6 +35,8 @@ type Host struct {
 	captures *slots
 	out      *outbound
 	metrics  *metrics
+	// ready is the mode's own readiness check (http.go, SetReadiness).
+	ready atomic.Pointer[func() error]
 
 	mu      sync.Mutex
 	workers map[string]*hosted
@@ -163,8 +166,14 @@ func (h *Host) start(hw *hosted, haveSlot bool) {
 	w, err := h.prepare(hw)
 	if err != nil {
 		h.log.Error("worker not started", "volume", hw.spec.Volume, "replica", hw.spec.Replica, "error", err)
+		state := replica.ReplicaStateFailed
+		if errors.Is(err, ErrNotSameReplica) {
+			// Its recorded storage is not the one it was given: as for a
+			// missing identity, the replica is lost, never started afresh.
+			state = replica.ReplicaStateLost
+		}
 		hw.mu.Lock()
-		hw.state, hw.reason = replica.ReplicaStateFailed, err.Error()
+		hw.state, hw.reason = state, err.Error()
 		hw.mu.Unlock()
 		return
 	}
@@ -200,7 +209,7 @@ func (h *Host) prepare(hw *hosted) (*replica.Worker, error) {
 	if err := h.awaitPublication(hw); err != nil {
 		return nil, err
 	}
-	st, err := h.hist.standing(spec.Volume, spec.Replica, spec.Generation)
+	st, err := h.checkHistory(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -226,6 +235,31 @@ func (h *Host) prepare(hw *hosted) (*replica.Worker, error) {
 		return nil
 	}
 	return h.build(spec, st == standingSealed, sealed)
+}
+
+// checkHistory reads the replica's standing in the host's history. A
+// sealed record of other storage is refused (ErrNotSameReplica); a sealed
+// record written before the storage fields existed is completed with the
+// spec's, so later starts are checked. An intent of other storage never
+// ran Raft: it is simply recorded again.
+func (h *Host) checkHistory(spec WorkerSpec) (standing, error) {
+	rec, found, err := h.hist.recorded(spec.Volume, spec.Replica)
+	if err != nil || !found {
+		return standingNone, err
+	}
+	st := rec.standing(spec.Generation)
+	if st != standingSealed {
+		return st, nil
+	}
+	if err := rec.sameStorage(spec); err != nil {
+		return st, err
+	}
+	if rec.Generation == spec.Generation && rec.lacksStorage(spec) {
+		if err := h.hist.record(spec, PhaseSealed); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
 }
 
 // PublicationTimeout bounds the wait for a data directory to be published.

@@ -6,14 +6,12 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/cellfleet/cellfleet/internal/replica"
 )
 
 // Handler serves the host's network listener: /healthz, /readyz, /metrics
 // and the read-only worker status (GET /v1/workers and
-// GET /v1/workers/{volume}/{replica}, the same reports /readyz already
-// gives). It routes no mutation, no digest and no long poll: those are the
+// GET /v1/workers/{volume}/{replica}: each worker's state, role, indexes
+// and health). It routes no mutation, no digest and no long poll: those are the
 // admin API's (AdminHandler), served only on the local unix socket
 // (docs/decisions/0003-host-admin-authority.md). A mutating request here
 // is answered 404 or 405 and changes nothing.
@@ -49,32 +47,49 @@ type apiError struct {
 
 func fail(w http.ResponseWriter, code int, err error) { reply(w, code, apiError{Error: err.Error()}) }
 
-// readyz is ready when every worker serves as a working member: none is
-// still pending or starting, none failed or lost its authority, and every
-// running one is healthy (replica.Worker.Health: its appends succeed and
-// its journal keeps up). A host must never look ready while one of its
-// replicas cannot carry its share of a quorum. A stopped worker is being
-// removed by the host and does not count.
+// readyz says whether the host can take work: it is open (not closing) and
+// the mode's own check passes (Kubernetes mode: its Lease is renewed, so it
+// reaches the API server; kubehost/lease.go). It does not say whether every
+// worker is healthy: a probe failing for one sick worker, or for a follower
+// rebuilding from a checkpoint, would take the whole node out of service
+// and, through the orchestrator, its healthy replicas with it
+// (docs/decisions/0011-node-leases.md). Each worker's health is in its
+// status (GET /v1/workers, Healthy and HealthReason) and in the metric
+// cellfleet_replica_healthy.
 func (h *Host) readyz(w http.ResponseWriter, _ *http.Request) {
-	sts := h.Statuses()
-	code := http.StatusOK
-	for _, s := range sts {
-		if !servesAsMember(s) {
-			code = http.StatusServiceUnavailable
-		}
+	if err := h.readiness(); err != nil {
+		reply(w, http.StatusServiceUnavailable, readiness{Ready: false, Reason: err.Error()})
+		return
 	}
-	reply(w, code, sts)
+	reply(w, http.StatusOK, readiness{Ready: true})
 }
 
-func servesAsMember(s Status) bool {
-	switch s.State {
-	case replica.ReplicaStateRunning:
-		return s.Healthy
-	case replica.ReplicaStateStopped:
-		return true
-	default:
-		return false
+// readiness is /readyz's answer.
+type readiness struct {
+	Ready  bool   `json:"ready"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// SetReadiness adds the mode's readiness check to /readyz; nil removes it.
+func (h *Host) SetReadiness(check func() error) {
+	if check == nil {
+		h.ready.Store(nil)
+		return
 	}
+	h.ready.Store(&check)
+}
+
+func (h *Host) readiness() error {
+	h.mu.Lock()
+	closed := h.closed
+	h.mu.Unlock()
+	if closed {
+		return errors.New("the host is closing")
+	}
+	if check := h.ready.Load(); check != nil {
+		return (*check)()
+	}
+	return nil
 }
 
 func (h *Host) listWorkers(w http.ResponseWriter, _ *http.Request) {

@@ -39,6 +39,14 @@ type WorkerSpec struct {
 	// the local-CSI publication to propagate. Without it the host creates
 	// the directory.
 	AwaitDataDir bool `json:"awaitDataDir,omitempty"`
+	// ClaimUID, PV and Node name the storage the replica runs on, in
+	// Kubernetes mode: its backing claim's UID, the PersistentVolume bound
+	// to it and the node. The host's history records them and refuses a
+	// recorded replica given other storage (history.go). Empty in
+	// standalone mode.
+	ClaimUID string `json:"claimUID,omitempty"`
+	PV       string `json:"pv,omitempty"`
+	Node     string `json:"node,omitempty"`
 }
 
 // MaxSessionsLimit bounds WorkerSpec.MaxSessions: the state machine's own

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"sync"
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -125,6 +127,9 @@ type Agent struct {
 	hosted  hostedNames
 	local   *localDriver // the local CSI driver of this node
 	digest  *digests     // state digests of the running workers (digest.go)
+	// publishing is held across each publication and unpublication and
+	// its record (publish.go, orphans.go).
+	publishing sync.Mutex
 }
 
 // Run starts the agent against the API server of cfg and blocks until ctx
@@ -190,6 +195,9 @@ func (a *Agent) setup(mgr ctrl.Manager) error {
 	if err != nil {
 		return fmt.Errorf("replica host controller: %w", err)
 	}
+	if err := mgr.Add(manager.RunnableFunc(a.sweepOrphans)); err != nil {
+		return fmt.Errorf("replica host orphan sweep: %w", err)
+	}
 	return nil
 }
 
@@ -200,10 +208,11 @@ func (a *Agent) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	vr := &storagev1alpha1.VolumeReplica{}
 	if err := a.client.Get(ctx, req.NamespacedName, vr); err != nil {
 		if apierrors.IsNotFound(err) {
-			// Gone without our acknowledgement only if someone removed the
-			// manager's finalizer by hand: stop the worker all the same.
+			// Gone without our acknowledgement: its release was waived
+			// (its host counted gone) or its finalizer removed by hand.
+			// Close the worker and release what the host still holds.
 			a.stop(req.Name, req.Namespace)
-			return ctrl.Result{}, nil
+			return ctrl.Result{}, a.releaseOrphans(ctx, req.Name)
 		}
 		return ctrl.Result{}, fmt.Errorf("read VolumeReplica %s: %w", req, err)
 	}

@@ -15,7 +15,9 @@
 // conditions in the VolumeReplica's status. On deletion (the manager's
 // replica-release finalizer holds the object) it closes the worker, removes
 // its EndpointSlice and writes the identity-bound release acknowledgement,
-// status.releasedClaimUID.
+// status.releasedClaimUID. Besides, it renews its node's Lease in the
+// storage namespace (lease.go), the heartbeat by which the volume controller
+// judges the node's replicas' host alive.
 //
 // The engine (internal/replica) and the host stay free of client-go: only
 // this package talks to the API server.

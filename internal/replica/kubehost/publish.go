@@ -113,7 +113,10 @@ func (a *Agent) publish(ctx context.Context, vr *storagev1alpha1.VolumeReplica, 
 		vc = map[string]string{}
 	}
 	vc[local.HolderContextKey] = holder(vr)
-	if err := a.rememberPublication(publishedVolume{PV: pv.Name, VolumeID: pv.Spec.CSI.VolumeHandle, Replica: vr.Name}); err != nil {
+	a.publishing.Lock()
+	defer a.publishing.Unlock()
+	if err := a.rememberPublication(publishedVolume{PV: pv.Name, VolumeID: pv.Spec.CSI.VolumeHandle, Replica: vr.Name,
+		ReplicaUID: string(vr.UID)}); err != nil {
 		return "", err
 	}
 	cctx, cancel := context.WithTimeout(ctx, csiCallTimeout)
@@ -151,6 +154,8 @@ func (a *Agent) unpublish(ctx context.Context, vr *storagev1alpha1.VolumeReplica
 	}
 	pvName := claim.Spec.VolumeName
 	target := filepath.Join(a.opts.ConsumerRoot, pvName)
+	a.publishing.Lock()
+	defer a.publishing.Unlock()
 	rec, recorded, err := a.recalledPublication(pvName)
 	if err != nil {
 		return err
@@ -174,6 +179,14 @@ func (a *Agent) unpublish(ctx context.Context, vr *storagev1alpha1.VolumeReplica
 	default:
 		volumeID = pv.Spec.CSI.VolumeHandle
 	}
+	return a.unpublishRecorded(ctx, vr.Name, pvName, volumeID)
+}
+
+// unpublishRecorded asks the local driver to unpublish pvName (volumeID)
+// from the consumer root and then forgets the host's record of it. The
+// caller holds the publication lock and closed the replica's worker.
+func (a *Agent) unpublishRecorded(ctx context.Context, replica, pvName, volumeID string) error {
+	target := filepath.Join(a.opts.ConsumerRoot, pvName)
 	cctx, cancel := context.WithTimeout(ctx, csiCallTimeout)
 	defer cancel()
 	if _, err := a.local.node.NodeUnpublishVolume(cctx, &csi.NodeUnpublishVolumeRequest{
@@ -184,7 +197,7 @@ func (a *Agent) unpublish(ctx context.Context, vr *storagev1alpha1.VolumeReplica
 	if err := a.forgetPublication(pvName); err != nil {
 		return err
 	}
-	a.log.Info("backing volume unpublished", "replica", vr.Name, "pv", pvName, "volumeID", volumeID, "target", target)
+	a.log.Info("backing volume unpublished", "replica", replica, "pv", pvName, "volumeID", volumeID, "target", target)
 	return nil
 }
 

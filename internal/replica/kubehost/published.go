@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -31,6 +32,9 @@ type publishedVolume struct {
 	PV       string `json:"pv"`
 	VolumeID string `json:"volumeID"`
 	Replica  string `json:"replica"`
+	// ReplicaUID tells a replica of the same name made later from the one
+	// that published (orphans.go); empty in records written before it.
+	ReplicaUID string `json:"replicaUID,omitempty"`
 }
 
 // publishedPath is the record of PV pv. PV names are DNS subdomains; anything
@@ -88,4 +92,34 @@ func (a *Agent) forgetPublication(pv string) error {
 		return fmt.Errorf("remove the host's publication record of %s: %w", pv, err)
 	}
 	return nil
+}
+
+// recordedPublications reads every publication record (orphans.go). A
+// record that does not decode is an error, never skipped: its volume might
+// still be published.
+func (a *Agent) recordedPublications() ([]publishedVolume, error) {
+	dir := filepath.Join(a.opts.StateDir, publishedDir)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list the host's publication records: %w", err)
+	}
+	var out []publishedVolume
+	var errs []error
+	for _, e := range entries {
+		pv, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || e.IsDir() {
+			continue // a write in progress (durable.TempSuffix) or not ours
+		}
+		rec, found, err := a.recalledPublication(pv)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case found:
+			out = append(out, rec)
+		}
+	}
+	return out, errors.Join(errs...)
 }

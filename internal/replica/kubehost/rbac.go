@@ -15,11 +15,16 @@ package kubehost
 //     driver's NodePublishVolume;
 //   - EndpointSlices: the host's own (managed-by label), which it creates,
 //     updates and deletes (UID precondition), and reads its peers' to dial
-//     them.
+//     them;
+//   - Leases: its node's heartbeat (lease.go), get, create and update; no
+//     list or watch, no delete. RBAC cannot say "its node's" for a create,
+//     so the node-write admission policy does
+//     (config/node/node-write-policy.yaml).
 
 // +kubebuilder:rbac:groups=storage.eric.dev,namespace=cellfleet-storage,resources=volumereplicas,verbs=get;list;watch
 // +kubebuilder:rbac:groups=storage.eric.dev,namespace=cellfleet-storage,resources=volumereplicas/status,verbs=get;update
 // +kubebuilder:rbac:groups="",namespace=cellfleet-storage,resources=serviceaccounts/token,verbs=create
 // +kubebuilder:rbac:groups="",namespace=cellfleet-storage,resources=persistentvolumeclaims,verbs=get;update
 // +kubebuilder:rbac:groups=discovery.k8s.io,namespace=cellfleet-storage,resources=endpointslices,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=cellfleet-storage,resources=leases,verbs=get;create;update
 // +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get

@@ -1,9 +1,10 @@
 package kubehost_test
 
 // Replacement with real hosts: under continuous writes through the real
-// replica client, one replica's host is killed (SIGKILL) and its node
-// declared gone (its NODE Pod object deleted, as the node's eviction would);
-// after the replacement delay (1 minute: the flag's minimum) the volume
+// replica client, one replica's host is killed (SIGKILL), so it renews its
+// Lease no more (10s here; its NODE Pod object is deleted too, as the
+// node's eviction would); once the Lease expired, after the replacement
+// delay (1 minute: the flag's minimum) the volume
 // controller allocates a replica on the fourth node, the coordinator's host
 // adds it through Raft, it rebuilds, the lost member is removed and its
 // objects go without a release acknowledgement. Every acknowledged write is
@@ -28,6 +29,7 @@ import (
 
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 	rclient "github.com/cellfleet/cellfleet/internal/replica/client"
+	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
 )
 
 // clientConfig builds the replica client's configuration from the volume's
@@ -184,7 +186,7 @@ func (fx *fixture) healthyUnderWrites(ctx context.Context, nodePrefix, volume st
 	fx.StartHosts(hostArgs...)
 	rv := fx.volume(volume, 3)
 	fx.ProvisionClaims(rv.Name, 3)
-	eventually(fx.t, 2*time.Minute, "the volume Healthy", fx.healthy(rv.Name))
+	poll.Until(fx.t, 2*time.Minute, "the volume Healthy", fx.healthy(rv.Name))
 	led := fx.startWrites(ctx, rv.Name)
 	time.Sleep(2 * time.Second)
 	return rv, led
@@ -218,7 +220,7 @@ func TestAGoneNodesReplicaIsReplacedUnderWrites(t *testing.T) {
 	defer cancel()
 	fx.ctx = ctx
 	fx.ReplacementDelay = time.Minute
-	rv, led := fx.healthyUnderWrites(ctx, "kh-rep", "khrep", 4)
+	rv, led := fx.healthyUnderWrites(ctx, "kh-rep", "khrep", 4, "-lease-duration", "10s")
 	healthy := fx.healthy(rv.Name)
 
 	// Kill a follower's host and declare its node gone.
@@ -236,13 +238,13 @@ func TestAGoneNodesReplicaIsReplacedUnderWrites(t *testing.T) {
 	declared := time.Now()
 	t.Logf("host of %s on node %s killed and the node declared gone", victim.Name, victim.Spec.Node)
 
-	eventually(t, 90*time.Second, "the volume Degraded", func() error {
+	poll.Until(t, 90*time.Second, "the volume Degraded", func() error {
 		if r := fx.getVolume(rv.Name).Status.Robustness; r != storagev1alpha1.RobustnessDegraded {
 			return fmt.Errorf("robustness %q", r)
 		}
 		return nil
 	})
-	eventually(t, 2*time.Minute, "a replacement allocated", func() error {
+	poll.Until(t, 2*time.Minute, "a replacement allocated", func() error {
 		for _, vr := range fx.replicas(rv.Name) {
 			if vr.Spec.Replaces == victim.Name {
 				return nil
@@ -251,7 +253,7 @@ func TestAGoneNodesReplicaIsReplacedUnderWrites(t *testing.T) {
 		return fmt.Errorf("none yet; Replacing %+v", meta.FindStatusCondition(fx.getVolume(rv.Name).Status.Conditions, storagev1alpha1.VolumeReplacing.String()))
 	})
 	fx.ProvisionClaims(rv.Name, 4)
-	eventually(t, 3*time.Minute, "the volume Healthy again, the lost replica gone", func() error {
+	poll.Until(t, 3*time.Minute, "the volume Healthy again, the lost replica gone", func() error {
 		for _, vr := range fx.replicas(rv.Name) {
 			if vr.Name == victim.Name {
 				return fmt.Errorf("%s still exists; Replacing %+v", victim.Name,
@@ -276,7 +278,7 @@ func TestAGoneNodesReplicaIsReplacedUnderWrites(t *testing.T) {
 	}
 	// The Raft configuration itself changed: the coordinator reports the
 	// three remaining replicas as its members, the lost one not among them.
-	eventually(t, 30*time.Second, "the coordinator's Raft configuration without the lost replica", func() error {
+	poll.Until(t, 30*time.Second, "the coordinator's Raft configuration without the lost replica", func() error {
 		for _, vr := range fx.replicas(rv.Name) {
 			if vr.Status.Role != storagev1alpha1.RoleCoordinator {
 				continue

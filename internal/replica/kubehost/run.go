@@ -126,6 +126,8 @@ func (a *Agent) workerSpec(vr *storagev1alpha1.VolumeReplica, claim *corev1.Pers
 		Peers: peers, Bootstrap: bootstraps(vr), DataDir: dataDir, CapacityBytes: uint64(max(size.Value(), 0)),
 		CAFile: files.CA, CertFile: files.Cert, KeyFile: files.Key, TokenFile: files.Token,
 		Timing: a.opts.Timing, AwaitDataDir: true,
+		// The storage identity the host's history records and checks.
+		ClaimUID: string(claim.UID), PV: claim.Spec.VolumeName, Node: a.opts.Node,
 	}
 }
 

@@ -53,10 +53,9 @@ func (a *Agent) writeStatus(ctx context.Context, vr *storagev1alpha1.VolumeRepli
 			next.Digest = a.digest.observe(key(vr), wk, st, vr.Annotations[storagev1alpha1.AnnotationDigestRequested], vr.Status.Digest)
 		}
 		next.AppliedIndex = int64(st.AppliedIndex)
-		next.Lag = 0
-		if st.CommitIndex > st.AppliedIndex {
-			next.Lag = int64(st.CommitIndex - st.AppliedIndex)
-		}
+		// Behind the coordinator, not behind its own commit index, which
+		// never passes a rebuilding follower's journal (replica.Stats.Lag).
+		next.Lag = int64(st.Lag())
 		if st.State == replica.ReplicaStatePending { // every start slot is taken: it waits for one
 			meta.SetStatusCondition(&next.Conditions, *condition(storagev1alpha1.ReplicaAdmitted, false, storagev1alpha1.ReasonAdmissionPending, st.Reason))
 		} else {
