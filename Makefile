@@ -78,6 +78,8 @@ envtest-assets: ## build kube-apiserver and etcd for envtest (cached in ./bin/k8
 .PHONY: test
 test: ## the whole suite: unit, envtest, process and FUSE tests
 	KUBEBUILDER_ASSETS=$(ASSETS) go test $(GOTEST_FLAGS) $(PKGS)
+	@# the buffer-pool tests skip under -race (sync.Pool drops Puts at random there)
+	go test -count=1 ./internal/replica/wire/
 
 .PHONY: test-envtest
 test-envtest: ## only the suites that run on the real API server
