@@ -26,7 +26,7 @@ type options struct {
 	fleetNamespaces         []string
 	logLevel                slog.Level
 
-	// The volume controller (issue 12 item 2).
+	// The volume controller (docs/volume-controller.md, "Flags (manager)").
 	replicaRuntime          string
 	replicaReplacementDelay time.Duration
 	replicaRebuildTimeout   time.Duration
@@ -105,8 +105,10 @@ func parseFlags(args []string) (options, error) {
 // validateVolumeFlags checks the volume controller's flags at start.
 func validateVolumeFlags(o options) error {
 	if o.replicaRuntime != replicaRuntimeShared {
-		// Seed 003 keeps "pod" as an explicit legacy option for volumes made
-		// by release 4.0.1; no such volume exists here, so nothing needs it.
+		// "pod" is a legacy runtime for volumes made by release 4.0.1; no
+		// such volume exists here, so nothing needs it
+		// (docs/decisions/0006-replica-replacement.md, "`--replica-runtime`
+		// accepts only `shared`").
 		return fmt.Errorf("--replica-runtime=%q is not supported: only %q is, because the legacy pod runtime exists "+
 			"for volumes of earlier releases and there are none to keep", o.replicaRuntime, replicaRuntimeShared)
 	}

@@ -279,15 +279,15 @@ func seqRead(b *testing.B, path string, drop ...string) float64 {
 	return float64(n) / (1 << 20) / time.Since(start).Seconds()
 }
 
-// BenchmarkSeqRead1MiB: a 64 MiB file read in 1 MiB reads with a cold
-// cache (MiB/s): the pages of the raw file and of the loopbacks' backing
-// files dropped (and the copying loopback's own), the mount's read through
-// a fresh read-only mount
-// each time; the replicas' backing files stay in their page cache (as the
-// benchmark measured before issue 14, so A/B runs compare like with like)
-// except in hosts-cold, where their pages are dropped too. With the default
-// readahead window (readahead.go) and 1 MiB requests, with the kernel's own
-// 128 KiB window, and with 128 KiB requests.
+// BenchmarkSeqRead1MiB: a 64 MiB file read in 1 MiB reads with a cold cache
+// (MiB/s): the pages of the raw file and of the loopbacks' backing files
+// dropped (and the copying loopback's own), the mount's read through a fresh
+// read-only mount each time; the replicas' backing files stay in their page
+// cache (as the benchmark measured before the work docs/performance.md
+// records, so A/B runs compare like with like) except in hosts-cold, where
+// their pages are dropped too. With the default readahead window
+// (readahead.go) and 1 MiB requests, with the kernel's own 128 KiB window,
+// and with 128 KiB requests.
 func BenchmarkSeqRead1MiB(b *testing.B) {
 	for _, mode := range []struct {
 		name      string

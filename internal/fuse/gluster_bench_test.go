@@ -1,12 +1,13 @@
 package fuse_test
 
-// GlusterFS replica 3 as a further baseline. Issue 14 sets the replicated
-// mount's goal as twice GlusterFS replica 3's figures on the same machine;
-// this measures that ratio in the same run instead of against figures
-// taken on another day. hack/gluster-bench.sh makes a replica-3 volume of
-// three bricks on this disk (GlusterFS's defaults, its own FUSE client) and
-// names its mount point and bricks in the two variables below; without
-// them the benchmarks leave GlusterFS out (`make bench-gluster` does both).
+// GlusterFS replica 3 as a further baseline. The replicated mount's goal is
+// stated against GlusterFS replica 3's figures on the same machine
+// (docs/performance.md, "Method" and "Against GlusterFS replica 3"); this
+// measures that ratio in the same run instead of against figures taken on
+// another day. hack/gluster-bench.sh makes a replica-3 volume of three bricks
+// on this disk (GlusterFS's defaults, its own FUSE client) and names its
+// mount point and bricks in the two variables below; without them the
+// benchmarks leave GlusterFS out (`make bench-gluster` does both).
 
 import (
 	"os"
@@ -90,8 +91,8 @@ func (g *glusterBaseline) latencies(run func(dir string) []time.Duration) {
 }
 
 // report publishes GlusterFS's mean rate as gluster-<unit> and the mount's
-// share of it (issue 14's goal: 200 % or more); with mib > 0 also its
-// processor time per MiB.
+// share of it (the goal: docs/performance.md, "Method"); with mib > 0 also
+// its processor time per MiB.
 func (g *glusterBaseline) report(b *testing.B, unit string, mnt float64, mib int) {
 	if g == nil || g.n == 0 {
 		return

@@ -1,9 +1,10 @@
 package e2e
 
-// Seed 000 "Qualification": member faults the fleet survives on its own
-// disks — graceful and forced Pod deletes, kill -9 of the workload (one member
-// and every member at once), every member Pod deleted at once, and a node
-// drain held by the disruption budget. The operator deletes nothing.
+// Qualification (docs/local-cluster.md, "Qualification (`make e2e`)"; results
+// in docs/qualification.md): member faults the fleet survives on its own
+// disks — graceful and forced Pod deletes, kill -9 of the workload (one
+// member and every member at once), every member Pod deleted at once, and a
+// node drain held by the disruption budget. The operator deletes nothing.
 
 import (
 	"testing"

@@ -1,6 +1,7 @@
 package e2e
 
-// Seed 000 "Self-healing" and "Qualification": a deleted claim (the
+// Self-healing (docs/fleet-operator.md, "Self-healing") under qualification
+// (docs/local-cluster.md, "Qualification (`make e2e`)"): a deleted claim (the
 // StatefulSet gives the member a fresh disk), a lost volume (the operator
 // replaces it through the handoff), and a node whose kubelet stops while the
 // workload keeps running (the operator force-deletes the stranded Pod and,

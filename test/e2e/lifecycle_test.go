@@ -1,6 +1,7 @@
 package e2e
 
-// Seed 000 "Qualification": scale-in keeps the removed member's disk and
+// Qualification (docs/local-cluster.md, "Qualification (`make e2e`)"; results
+// in docs/qualification.md): scale-in keeps the removed member's disk and
 // scale-out reattaches it; fleet deletion removes compute, then disks, and
 // keeps the storage reservation.
 

@@ -1,6 +1,7 @@
 package e2e
 
-// Seed 000 "Qualification": a rolling restart and a runtime upgrade on
+// Qualification (docs/local-cluster.md, "Qualification (`make e2e`)"; results
+// in docs/qualification.md): a rolling restart and a runtime upgrade on
 // retained disks, an operator restart in the middle of a rollout and of a
 // contraction, and adoption of a StatefulSet an earlier release created with
 // OnDelete. The operator deletes nothing in any of them: the StatefulSet

@@ -1,9 +1,10 @@
 package e2e
 
-// Seed 000 "Qualification": an upgrade from v0.0.5 after its launcher retired
-// a member's disk; the member rejoins on that disk (#60). What v0.0.5 left is
-// rebuilt on the live fleet with the operator stopped: a StatefulSet with
-// OnDelete and OrderedReady (the API default) whose template carries the
+// Qualification (docs/local-cluster.md, "Qualification (`make e2e`)"; results
+// in docs/qualification.md): an upgrade from v0.0.5 after its launcher
+// retired a member's disk; the member rejoins on that disk (#60). What v0.0.5
+// left is rebuilt on the live fleet with the operator stopped: a StatefulSet
+// with OnDelete and OrderedReady (the API default) whose template carries the
 // launcher's scheduling gate, every member's Pod created from that template
 // (so each carries v0.0.5's revision), a member held by that gate, a member
 // retired by the launcher (its Pod still there, stopped: celldsim's

@@ -22,7 +22,7 @@ func (r ConditionReason) String() string { return string(r) }
 // Condition types of a ReplicatedVolume.
 const (
 	// VolumeReady is True when a coordinator serves the volume with a quorum
-	// (DESIGN.md §4: CreateVolume returns then).
+	// (CreateVolume returns then: docs/csi.md, "CreateVolume").
 	VolumeReady ConditionType = "Ready"
 	// VolumePlaced is True when the manager chose distinct eligible nodes for
 	// every replica and created their backing claims and VolumeReplicas.
@@ -65,7 +65,8 @@ const (
 	// the consumer mount root and visible in the replica host's mount namespace.
 	ReplicaPublished ConditionType = "Published"
 	// ReplicaStateLost is True when a recorded replica's retained journal or
-	// identity is missing or truncated (seed 003). The replica is never
+	// identity is missing or truncated (docs/replica-engine.md, "Identity,
+	// loss and recovery"). The replica is never
 	// initialised afresh; the application-data extent of the loss is unknown.
 	ReplicaStateLost ConditionType = "ReplicaStateLost"
 )
@@ -175,7 +176,8 @@ const (
 	AccessReadWriteMany AccessMode = "ReadWriteMany"
 )
 
-// Replica count bounds of a ReplicatedVolume (DESIGN.md §3).
+// Replica count bounds of a ReplicatedVolume (docs/architecture.md,
+// "Replicated volume").
 const (
 	MinReplicas     = 1
 	MaxReplicas     = 5

@@ -78,9 +78,10 @@ func TestChartInstallsOnARealAPIServerWithSeed002Permissions(t *testing.T) {
 			{"list", "storage.k8s.io", "storageclasses", "", true, "reads StorageClasses"},
 			{"create", "coordination.k8s.io", "leases", releaseNamespace, true, "leader election"},
 			{"create", "", "persistentvolumeclaims", "celld", false, "the StatefulSet creates claims, never the operator"},
-			// Seed 002's "no PersistentVolume or Node access" is the fleet
-			// ClusterRole's (TestChartRBACIsAsNarrowAsSeed002); the manager
-			// Pod's identity also carries the storage half's roles.
+			// "No PersistentVolume or Node access" is the fleet ClusterRole's
+			// (docs/fleet-operator.md, "Deployment notes";
+			// TestChartRBACIsAsNarrowAsSeed002); the manager Pod's identity also
+			// carries the storage half's roles.
 			{"create", "", "persistentvolumes", "", true, "the replicated driver's csi-provisioner sidecar in the manager Pod"},
 			{"patch", "", "persistentvolumes", "", true, "the csi-resizer sidecar in the manager Pod"},
 			{"list", "", "nodes", "", true, "the volume controller places replicas on nodes"},

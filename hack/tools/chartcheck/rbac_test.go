@@ -198,8 +198,9 @@ func TestChartRBACIsExactlyTheGeneratedRoles(t *testing.T) {
 	}
 }
 
-// Seed 002 spells out what the operator may never do; the generated roles are
-// the source of the chart's, so this guards the markers as the chart ships them.
+// docs/fleet-operator.md, "Deployment notes", spells out what the operator
+// may never do; the generated roles are the source of the chart's, so this
+// guards the markers as the chart ships them.
 func TestChartRBACIsAsNarrowAsSeed002(t *testing.T) {
 	objs := render(t)
 	for _, o := range ofKind(objs, "ClusterRole") {

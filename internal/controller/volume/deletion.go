@@ -1,9 +1,10 @@
 package volume
 
-// Teardown (seed 003: "Workers close before unpublication; the manager waits
-// for an identity-bound release acknowledgement before removing that
-// finalizer and requesting normal reclamation. API uncertainty leaves
-// storage preserved"). In order:
+// Teardown (docs/volume-controller.md, "Deletion"): workers close before
+// their backing volumes are unpublished, the manager waits for the host's
+// identity-bound release acknowledgement before it removes the finalizer
+// and has the claim reclaimed, and an uncertain API answer leaves the
+// storage as it is. In order:
 //  1. every VolumeReplica is deleted; the manager's release finalizer keeps
 //     it while its host closes the worker and unpublishes the backing volume;
 //  2. per replica, once the host acknowledged by writing the backing claim's

@@ -1,18 +1,18 @@
 package volume
 
-// Divergence (issue 13 item 3): the replica hosts publish each replica's
-// state digest (applied command index + SHA-256 of the whole state) in
-// status.digest; the controller compares the digests published at equal
-// indexes. Replicas of one Raft group apply the same commands in the same
-// order, so equal indexes must mean equal states: two values at one index
-// is divergence (Diverged=True DigestMismatch).
+// Divergence (docs/volume-controller.md, "Divergence"): the replica hosts
+// publish each replica's state digest (applied command index + SHA-256 of the
+// whole state) in status.digest; the controller compares the digests
+// published at equal indexes. Replicas of one Raft group apply the same
+// commands in the same order, so equal indexes must mean equal states: two
+// values at one index is divergence (Diverged=True DigestMismatch).
 //
-// Robustness is Degraded while replicas diverge, not Faulted: Faulted says
-// no quorum serves and I/O fails, and a diverged replica stops neither. The
-// journal the quorum holds stays the authority (seed 003 "Identity and
-// authority"); what the mismatch costs is redundancy: one replica's backing
-// state is no longer a copy the volume can fall back on, so it tolerates
-// fewer further failures, which is what Degraded says.
+// Robustness is Degraded while replicas diverge, not Faulted: Faulted says no
+// quorum serves and I/O fails, and a diverged replica stops neither. The
+// journal the quorum holds stays the authority; what the mismatch costs is
+// redundancy: one replica's backing state is no longer a copy the volume can
+// fall back on, so it tolerates fewer further failures, which is what
+// Degraded says.
 
 import (
 	"fmt"

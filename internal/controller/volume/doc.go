@@ -1,6 +1,6 @@
 // Package volume is the volume controller of the replicated.storage.eric.dev
-// driver (DESIGN.md §4, seed 003 "Provisioning flow" and "Storage and routing
-// contract"). For each cluster-scoped ReplicatedVolume it chooses R distinct
+// driver (docs/volume-controller.md; docs/architecture.md, "Volume
+// controller"). For each cluster-scoped ReplicatedVolume it chooses R distinct
 // eligible nodes, writes the volume's own trust, creates the backing claims
 // bound to those nodes, the selectorless replica Services and the
 // VolumeReplicas the replica hosts run, reports robustness from what the

@@ -15,12 +15,13 @@ const maxLabel = 63
 const hashLen = 8
 
 // ReplicaName is the name of replica i of a volume: its VolumeReplica, its
-// selectorless Service and its backing claim all carry it, so one name is
-// the replica's identity everywhere (seed 003: each replica keeps its PVC and
-// original Service DNS identity). It is `<volume>-r<i>` when that fits a DNS
-// label; a longer volume name is cut and followed by a digest of the whole
-// name, so distinct volumes never share replica names and the result is
-// always a valid DNS-1035 label of at most 63 characters.
+// selectorless Service and its backing claim all carry it, so one name is the
+// replica's identity everywhere (it keeps its claim and its Service DNS name
+// for good: docs/architecture.md, "Replicated volume";
+// docs/volume-controller.md, "Objects per volume"). It is `<volume>-r<i>`
+// when that fits a DNS label; a longer volume name is cut and followed by a
+// digest of the whole name, so distinct volumes never share replica names and
+// the result is always a valid DNS-1035 label of at most 63 characters.
 func ReplicaName(volume string, i int) string {
 	suffix := "-r" + strconv.Itoa(i)
 	if len(volume)+len(suffix) <= maxLabel {

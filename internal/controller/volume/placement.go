@@ -1,7 +1,8 @@
 package volume
 
-// Placement (seed 003: "Shared placement requires a ready replica-host
-// container on an eligible local-storage node"). A node is eligible when
+// Placement (docs/volume-controller.md, "Placement"): a replica goes only to
+// an eligible local-storage node with a ready replica-host container. A node
+// is eligible when
 //   - it carries the local driver's topology label, which the kubelet sets
 //     once local.storage.eric.dev registered on it (its backing claims can
 //     be provisioned there),

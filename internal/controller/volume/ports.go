@@ -1,14 +1,14 @@
 package volume
 
-// Listener ports. Each worker listens on its own port of its node (DESIGN.md
-// §3), so a port must never be handed to two workers of one node. The
-// allocation is derived, on every placement, from every VolumeReplica that
-// exists on the node (those being deleted included: their worker may still
-// listen), read from the API server rather than the cache, and the read and
-// the creates that follow run under one lock, so neither concurrent
-// reconciles of different volumes nor a cache that has not yet seen the last
-// create can hand a port out twice. Leader election makes this manager the
-// only allocator.
+// Listener ports (docs/volume-controller.md, "Ports"). Each worker listens on
+// its own port of its node, so a port must never be handed to two workers of
+// one node. The allocation is derived, on every placement, from every
+// VolumeReplica that exists on the node (those being deleted included: their
+// worker may still listen), read from the API server rather than the cache,
+// and the read and the creates that follow run under one lock, so neither
+// concurrent reconciles of different volumes nor a cache that has not yet
+// seen the last create can hand a port out twice. Leader election makes this
+// manager the only allocator.
 
 import (
 	"fmt"

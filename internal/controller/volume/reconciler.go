@@ -29,9 +29,10 @@ import (
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 )
 
-// Replacement delay bounds (issue 12 item 5, replacement.go): how long a
-// replica's node may be gone before the replica is replaced elsewhere. At
-// least a minute, so a node that only restarts is not replaced.
+// Replacement delay bounds (docs/volume-controller.md, "Replacement";
+// replacement.go): how long a replica's node may be gone before the replica
+// is replaced elsewhere. At least a minute, so a node that only restarts is
+// not replaced.
 const (
 	DefaultReplicaReplacementDelay = 30 * time.Minute
 	MinReplicaReplacementDelay     = time.Minute

@@ -1,11 +1,11 @@
 package volume
 
-// A replacement that cannot finish (issue 12 item 5; decision 0006). The
-// replica being added may never catch up: its node goes away too, it
-// reports ReplicaStateLost, its backing claim is lost, or it stays behind
-// past --replica-rebuild-timeout. Waiting for it would leave the volume
-// Degraded for good, so the controller abandons it, one step per reconcile,
-// each derived from the objects alone:
+// A replacement that cannot finish (docs/volume-controller.md, "A replacement
+// that cannot finish"; decision 0006). The replica being added may never
+// catch up: its node goes away too, it reports ReplicaStateLost, its backing
+// claim is lost, or it stays behind past --replica-rebuild-timeout. Waiting
+// for it would leave the volume Degraded for good, so the controller abandons
+// it, one step per reconcile, each derived from the objects alone:
 //  1. mark: the half-added replica is annotated with why it is abandoned
 //     and recorded, with its node, on the lost replica, so the next attempt
 //     goes to another node and takes an index above it (a name, hence a

@@ -1,10 +1,11 @@
 package volume
 
-// Trust (seed 003: "TLS roots, SANs and bearer credentials stay per-volume.
-// There is no shared CA"). Each volume gets its own CA, created once and kept
-// in a Secret in the manager's namespace together with the volume's peer and
-// mount tokens; that Secret is the only place the CA key exists. What the
-// nodes need is copied out of it into Secrets in the storage namespace:
+// Trust (docs/volume-controller.md, "Trust and who reads what"): TLS roots,
+// SANs and bearer tokens are per volume, and no CA is shared between volumes.
+// Each volume gets its own CA, created once and kept in a Secret in the
+// manager's namespace together with the volume's peer and mount tokens; that
+// Secret is the only place the CA key exists. What the nodes need is copied
+// out of it into Secrets in the storage namespace:
 //   - one Secret per replica (`<replica>-tls`, labelled with its node): the
 //     CA certificate, the replica's certificate and key with its Service's
 //     DNS names as SANs, the peer token and the mount token (the worker

@@ -122,9 +122,10 @@ func (d *Driver) publishExclusive(v *volume, target, holder string, readOnly boo
 		return status.Errorf(codes.FailedPrecondition,
 			"NodePublishVolume %s: exclusive publication refused while ordinary publications survive at %v", v.ID, keys(v.Published))
 	}
-	// Seed 003: acquisition is refused while any other mount of the volume
-	// survives, including one this plugin's state does not know (made by a
-	// predecessor with another state root, or by hand).
+	// Acquisition is refused while any other mount of the volume survives,
+	// including one this plugin's state does not know (made by a
+	// predecessor with another state root, or by hand): docs/csi.md,
+	// "Consumer mount root: exclusive publication".
 	others, err := mountpath.MountsOf(mountpath.SelfMountInfo, d.volumeDir(v.ID))
 	if err != nil {
 		return status.Errorf(codes.Internal, "NodePublishVolume %s: %v", v.ID, err)

@@ -10,8 +10,8 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Limits are the host's resource bounds (seed 003, "Pod footprint and
-// resource bounds"). They are bounds, not quotas or capacity guarantees.
+// Limits are the host's resource bounds (docs/replica-engine.md,
+// "replica-host"). They are bounds, not quotas or capacity guarantees.
 type Limits struct {
 	MaxWorkers        int   // hosted workers
 	MaxStarts         int   // concurrent worker starts

@@ -3,8 +3,9 @@ package host
 // The host's history: its own record, on host storage apart from the
 // replicas' data directories, of which replicas it initialised, so that a
 // wiped data directory is recognised as loss rather than a new replica
-// (seed 003: "A recorded replica is never freshly initialized when
-// retained authority is missing").
+// (a recorded replica whose retained authority is missing is never
+// initialised afresh: docs/replica-engine.md, "Identity, loss and
+// recovery").
 //
 // A replica is recorded in two phases, each durable (written, fsynced,
 // renamed, directory fsynced) before the step it guards:

@@ -1,9 +1,10 @@
 package kubehost
 
 // Backing claims: the host protects a claim it uses with the backing-use
-// finalizer before its worker starts (seed 003); only the manager removes
-// it, after the host's release acknowledgement. The claim must be bound:
-// its PV names the publication beneath the consumer mount root.
+// finalizer before its worker starts (docs/replica-engine.md, "Kubernetes
+// mode"); only the manager removes it, after the host's release
+// acknowledgement. The claim must be bound: its PV names the publication
+// beneath the consumer mount root.
 
 import (
 	"context"

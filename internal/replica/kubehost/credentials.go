@@ -5,8 +5,8 @@ package kubehost
 // copied into files on host storage, which the worker loads at
 // start. They are read again every refresh interval; a failed read keeps
 // the files already written, so an API outage keeps the host serving on
-// the credentials it has (seed 003: only a sufficiently long outage, past
-// the certificates' validity, denies service).
+// the credentials it has (docs/replica-engine.md, "Kubernetes mode": only a
+// sufficiently long outage, past the certificates' validity, denies service).
 
 import (
 	"bytes"

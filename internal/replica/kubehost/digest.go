@@ -1,6 +1,6 @@
 package kubehost
 
-// State digests (issue 13 item 3, docs/replica-engine.md "State digests"):
+// State digests (docs/replica-engine.md, "State digests"):
 // the host publishes each running replica's fsm digest (applied command
 // index + SHA-256 of the whole state) in status.digest, so divergence is
 // checked from the API once the admin routes are closed to the cluster.

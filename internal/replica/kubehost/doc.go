@@ -1,8 +1,8 @@
 // Package kubehost is the replica host's Kubernetes mode: the NODE
 // DaemonSet's replica-host container watching the VolumeReplicas of its own
 // node and running each as a worker of the shared host (internal/replica/host)
-// within the host's admission bounds (seed 003 "Storage and routing
-// contract", "Identity and authority"; issue 12 item 3).
+// within the host's admission bounds (docs/replica-engine.md, "Kubernetes
+// mode"; docs/volume-controller.md, "The host side").
 //
 // Per VolumeReplica it keeps the replica's EndpointSlice (the NODE Pod's IP
 // and the worker's port) on the replica's selectorless Service, published

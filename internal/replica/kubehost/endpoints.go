@@ -1,12 +1,12 @@
 package kubehost
 
 // EndpointSlices: each replica's selectorless Service (named like the
-// replica, created by the volume controller) gets one EndpointSlice from
-// the host, named like the replica too: the NODE Pod's IP and the worker's
-// port. It is published before the worker starts and marked ready at once,
-// so peers reach each other before the volume has a quorum (seed 003:
-// "Endpoints stay reachable for Raft before volume quorum readiness");
-// health is reported in the VolumeReplica's status, not here.
+// replica, created by the volume controller) gets one EndpointSlice from the
+// host, named like the replica too: the NODE Pod's IP and the worker's port.
+// It is published before the worker starts and marked ready at once, so peers
+// reach each other before the volume has a quorum (docs/replica-engine.md,
+// "Kubernetes mode"); health is reported in the VolumeReplica's status, not
+// here.
 //
 // The host dials a peer at the address of the peer's EndpointSlice and
 // verifies the peer's Service DNS name (its certificate's SAN), so Raft

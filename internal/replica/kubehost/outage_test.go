@@ -1,13 +1,13 @@
 package kubehost_test
 
-// An API outage as the hosts see it (seed 003: "Credentials are refreshed
-// through a background API-dependent path; sufficiently long API outages can
-// eventually prevent refresh and deny service"): the hosts' connections to
-// the API server are cut through nodestack's API gate for several Secret
-// refresh intervals. Each host's refresh fails and it keeps serving on the
-// credentials it wrote: writes are acknowledged throughout, the files are
-// unchanged, and once the API is back the volume is Healthy and every
-// acknowledged write reads back.
+// An API outage as the hosts see it (docs/replica-engine.md, "Kubernetes
+// mode": credentials are refreshed in the background through the API, so only
+// an outage long enough for them to expire denies service): the hosts'
+// connections to the API server are cut through nodestack's API gate for
+// several Secret refresh intervals. Each host's refresh fails and it keeps
+// serving on the credentials it wrote: writes are acknowledged throughout,
+// the files are unchanged, and once the API is back the volume is Healthy and
+// every acknowledged write reads back.
 
 import (
 	"bytes"

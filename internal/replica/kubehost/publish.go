@@ -1,13 +1,13 @@
 package kubehost
 
-// Publication (seed 003 "Storage and routing contract": "No synthetic
-// kubelet Pod paths or direct disk provisioning are used"): the host is a
-// CSI client of the local driver on its node. Before a worker starts it
+// Publication (docs/csi.md, "How the replica host asks for the publication":
+// no made-up kubelet Pod paths and no disks provisioned directly): the host
+// is a CSI client of the local driver on its node. Before a worker starts it
 // asks the local driver to publish the replica's backing PV beneath the
 // consumer mount root (exclusive, recorded durably by the driver before it
-// mounts), then waits for the bind in its own mount namespace. On release
-// it asks for the unpublication only after the worker closed, and the
-// release is acknowledged only after that.
+// mounts), then waits for the bind in its own mount namespace. On release it
+// asks for the unpublication only after the worker closed, and the release is
+// acknowledged only after that.
 //
 // The host's -consumer-mount-root is the local driver's
 // --consumer-mount-root (the same host directory, consumed HostToContainer),

@@ -101,11 +101,11 @@ type unpublications struct {
 	early []string       // acknowledgements already written when the host asked
 }
 
-// guardUnpublication makes each node's local driver check, when a host
-// asks to unpublish a replica's backing volume, that the replica's release
-// is not acknowledged yet: seed 003 orders worker close, unpublication,
-// acknowledgement, and the manager reclaims the claim on reading the
-// acknowledgement.
+// guardUnpublication makes each node's local driver check, when a host asks
+// to unpublish a replica's backing volume, that the replica's release is not
+// acknowledged yet: docs/volume-controller.md, "Deletion", orders worker
+// close, unpublication, acknowledgement, and the manager reclaims the claim
+// on reading the acknowledgement.
 func (fx *fixture) guardUnpublication(ps []publishedReplica) *unpublications {
 	u := &unpublications{want: len(ps), calls: map[string]int{}}
 	byVolume := map[string]string{}

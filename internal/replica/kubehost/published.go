@@ -1,14 +1,16 @@
 package kubehost
 
-// The host's own record of each publication it asked for (seed 003: "The
-// host retains PVC/PV/node identity ... on persistent host storage"). The
-// local driver's volume ID is read from the PersistentVolume at publication;
-// a PV deleted while its replica runs (a lost backing volume, which the
-// volume controller replaces) takes that ID with it, and without a copy the
-// host could never ask for the unpublication, so it would never acknowledge
-// the release and the lost replica would never be retired. The record is
-// written durably before NodePublishVolume, so a publication never exists
-// without it, and removed only after NodeUnpublishVolume succeeded.
+// The host's own record of each publication it asked for: the host keeps the
+// claim, PV and node identity on persistent host storage
+// (docs/replica-engine.md, "Identity, loss and recovery" and "Kubernetes
+// mode"). The local driver's volume ID
+// is read from the PersistentVolume at publication; a PV deleted while its
+// replica runs (a lost backing volume, which the volume controller replaces)
+// takes that ID with it, and without a copy the host could never ask for the
+// unpublication, so it would never acknowledge the release and the lost
+// replica would never be retired. The record is written durably before
+// NodePublishVolume, so a publication never exists without it, and removed
+// only after NodeUnpublishVolume succeeded.
 
 import (
 	"errors"

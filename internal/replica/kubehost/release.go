@@ -1,14 +1,14 @@
 package kubehost
 
-// Release (seed 003: "Workers close before unpublication; the manager waits
-// for an identity-bound release acknowledgement"). A VolumeReplica being
-// deleted is held by the manager's replica-release finalizer; the host
-// closes its worker, removes its EndpointSlice, asks the local driver to
-// unpublish the backing volume (publish.go) and then acknowledges by
-// writing the backing claim's UID into status.releasedClaimUID, with
-// condition Released. The acknowledgement is written only after the worker
-// is closed and the volume unpublished: the manager reclaims the claim as
-// soon as it reads it.
+// Release (docs/volume-controller.md, "Deletion"): workers close before
+// unpublication, and the manager waits for an identity-bound release
+// acknowledgement. A VolumeReplica being deleted is held by the manager's
+// replica-release finalizer; the host closes its worker, removes its
+// EndpointSlice, asks the local driver to unpublish the backing volume
+// (publish.go) and then acknowledges by writing the backing claim's UID into
+// status.releasedClaimUID, with condition Released. The acknowledgement is
+// written only after the worker is closed and the volume unpublished: the
+// manager reclaims the claim as soon as it reads it.
 
 import (
 	"context"
@@ -77,10 +77,11 @@ func (a *Agent) release(ctx context.Context, vr *storagev1alpha1.VolumeReplica) 
 	case claim.Labels[storagev1alpha1.LabelReplica] != vr.Name:
 		claim = nil // not this replica's: nothing of ours to acknowledge
 	}
-	// Workers close before unpublication, and the acknowledgement comes
-	// only after it (seed 003): the manager reclaims the claim on reading it.
-	// An acknowledged release was unpublished before it was acknowledged:
-	// later passes (until the manager removes the object) ask nothing more.
+	// Workers close before unpublication, and the acknowledgement comes only
+	// after it (docs/volume-controller.md, "Deletion"): the manager reclaims the
+	// claim on reading it. An acknowledged release was unpublished before it was
+	// acknowledged: later passes (until the manager removes the object) ask
+	// nothing more.
 	acknowledged := claim != nil && vr.Status.ReleasedClaimUID == string(claim.UID)
 	if !acknowledged {
 		if err := a.unpublish(ctx, vr, claim); err != nil {

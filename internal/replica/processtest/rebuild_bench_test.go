@@ -13,7 +13,7 @@ import (
 // BenchmarkRebuildAgainstBandwidthCap: a wiped follower re-added as a new
 // generation catches up from a checkpoint streamed through the host's
 // rebuild limit; reported as catch-up throughput relative to the cap
-// (DESIGN §8 target: ≥ 0.8).
+// (target and figures: docs/performance.md, "Replica engine").
 func BenchmarkRebuildAgainstBandwidthCap(b *testing.B) {
 	const capMiB, dataMiB = 4, 24
 	for i := 0; i < b.N; i++ {

@@ -17,10 +17,10 @@ import (
 	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
 )
 
-// Seed 003: "A recorded replica is never freshly initialized when retained
-// authority is missing." These tests kill real hosts around the two phases
-// of the host's history (internal/replica/host/history.go) and damage
-// real data directories.
+// A recorded replica whose retained authority is missing is never initialised
+// afresh (docs/replica-engine.md, "Identity, loss and recovery"). These tests
+// kill real hosts around the two phases of the host's history
+// (internal/replica/host/history.go) and damage real data directories.
 
 type historyEntry struct {
 	Generation uint64 `json:"generation"`
