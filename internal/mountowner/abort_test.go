@@ -1,7 +1,9 @@
 package mountowner
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,6 +63,9 @@ func TestAConnectionWhoseServerHangsIsAborted(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	// A stop is delivered thread by thread: until every thread of the
+	// server has stopped, one of them may still answer the statfs below.
+	waitStopped(t, cmd.Process.Pid)
 
 	hung := make(chan error, 1)
 	go func() {
@@ -98,5 +103,30 @@ func TestAConnectionWhoseServerHangsIsAborted(t *testing.T) {
 	}
 	if aborted, err := abortConnection(target); aborted || err != nil {
 		t.Fatalf("abortConnection of a directory that is no mount point = %v, %v; want nothing done", aborted, err)
+	}
+}
+
+// waitStopped waits until every thread of process pid is stopped.
+func waitStopped(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+		stopped := len(tasks) > 0
+		for _, task := range tasks {
+			b, err := os.ReadFile(task)
+			// The state follows the command name in parentheses.
+			if i := bytes.LastIndexByte(b, ')'); err != nil || i < 0 || i+2 >= len(b) || (b[i+2] != 'T' && b[i+2] != 't') {
+				stopped = false
+				break
+			}
+		}
+		if stopped {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d did not stop within 10s of SIGSTOP", pid)
+		}
+		time.Sleep(10 * time.Millisecond) // polling interval of a deadline-bounded wait
 	}
 }
