@@ -21,7 +21,7 @@ const module = "github.com/cellfleet/cellfleet"
 const (
 	worker     = "internal/replica" // the worker package itself, not its subpackages
 	stateMach  = "internal/replica/fsm/..."
-	transport  = "internal/replica/transport/..."
+	muxPkg     = "internal/replica/mux/..."
 	host       = "internal/replica/host/..."
 	client     = "internal/replica/client/..."
 	raft       = "github.com/hashicorp/raft/..."
@@ -63,13 +63,13 @@ func rules() []rule {
 		{pkg: "internal/directio", never: []string{"..."}, except: []string{"internal/directio"}, states: "internal/directio/directio.go"},
 		{pkg: "internal/mountowner/api", never: k8s(fusePkgs, client), states: "internal/mountowner/api/types.go"},
 		{pkg: "internal/mountowner", never: k8s(worker, stateMach, raft), states: "internal/mountowner/owner.go"},
-		{pkg: "internal/replica/journal", never: []string{stateMach, worker, transport, host}, states: "internal/replica/journal/doc.go"},
+		{pkg: "internal/replica/journal", never: []string{stateMach, worker, muxPkg, host}, states: "internal/replica/journal/doc.go"},
 		{pkg: "internal/replica/pki", never: []string{worker, host, client}, states: "internal/replica/pki/pki.go"},
 		{pkg: "internal/replica", never: k8s(host, client), states: "internal/replica/doc.go"},
-		{pkg: "internal/replica/fsm", never: []string{worker, transport, host, client}, states: "internal/replica/fsm/doc.go"},
-		{pkg: "internal/replica/transport", never: []string{stateMach, host, client}, states: "internal/replica/transport/doc.go"},
+		{pkg: "internal/replica/fsm", never: []string{worker, muxPkg, host, client}, states: "internal/replica/fsm/doc.go"},
+		{pkg: "internal/replica/mux", never: []string{stateMach, host, client}, states: "internal/replica/mux/doc.go"},
 		{pkg: "internal/replica/raftnet", never: []string{stateMach, "internal/replica/journal/...", host}, states: "internal/replica/raftnet/doc.go"},
-		{pkg: "internal/replica/wire", never: []string{raft, stateMach, transport, client}, states: "internal/replica/wire/doc.go"},
+		{pkg: "internal/replica/wire", never: []string{raft, stateMach, muxPkg, client}, states: "internal/replica/wire/doc.go"},
 		{pkg: "internal/replica/client", never: []string{worker, stateMach, raft}, states: "internal/replica/client/doc.go"},
 		{pkg: "internal/replica/host", never: []string{client, fusePkgs}, states: "internal/replica/host/doc.go"},
 		{pkg: "internal/controller/fleet", states: "internal/controller/fleet/doc.go",

@@ -17,8 +17,8 @@ import (
 	"github.com/cellfleet/cellfleet/internal/durable"
 	"github.com/cellfleet/cellfleet/internal/replica/fsm"
 	"github.com/cellfleet/cellfleet/internal/replica/journal"
+	"github.com/cellfleet/cellfleet/internal/replica/mux"
 	"github.com/cellfleet/cellfleet/internal/replica/raftnet"
-	"github.com/cellfleet/cellfleet/internal/replica/transport"
 )
 
 // Worker is one running replica.
@@ -33,7 +33,7 @@ type Worker struct {
 	wal    *journal.Log
 	snaps  *journal.CheckpointStore
 	fsm    *fsm.FSM
-	mux    *transport.Mux
+	mux    *mux.Mux
 	trans  *raftnet.Transport
 	raft   *raft.Raft
 	shared atomic.Pointer[raft.Raft] // raft, for goroutines that may run before Start returns
@@ -41,7 +41,7 @@ type Worker struct {
 	// backlog (roomForEntries).
 	applyWaits atomic.Uint64
 	addr       atomic.Value // string: the bound port
-	rpc        *transport.RPCServer
+	rpc        *mux.RPCServer
 	verify     verifier
 	// progress is the coordinator's record of its followers' journals.
 	progress progress
@@ -227,8 +227,8 @@ func (w *Worker) openFSM() error {
 }
 
 func (w *Worker) openRaft(hl hclog.Logger, fresh bool) error {
-	w.rpc = &transport.RPCServer{Token: w.cfg.Token, Handler: w.serve, Logger: w.log}
-	mux, err := transport.Listen(transport.Config{
+	w.rpc = &mux.RPCServer{Token: w.cfg.Token, Handler: w.serve, Logger: w.log}
+	m, err := mux.Listen(mux.Config{
 		Listen:      w.cfg.Listen,
 		Certificate: w.cfg.Certificate,
 		CA:          w.cfg.CA,
@@ -240,10 +240,10 @@ func (w *Worker) openRaft(hl hclog.Logger, fresh bool) error {
 	if err != nil {
 		return err
 	}
-	w.mux = mux
-	w.addr.Store(mux.Addr().String())
+	w.mux = m
+	w.addr.Store(m.Addr().String())
 	w.trans, err = raftnet.New(raftnet.Config{
-		Stream:                mux.StreamLayer(),
+		Stream:                m.StreamLayer(),
 		ServerAddressProvider: addressProvider{w},
 		Limits:                raftnet.Limits{MaxEntries: acceptEntries, MaxEntryBytes: maxEntryBytes},
 		MaxPool:               3,

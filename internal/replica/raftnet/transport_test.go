@@ -17,7 +17,7 @@ import (
 )
 
 // tcpStream is a plain TCP raft.StreamLayer on loopback: the worker's TLS
-// port is tested in package transport; here the subject is the framing.
+// port is tested in package mux; here the subject is the framing.
 type tcpStream struct{ net.Listener }
 
 func (s tcpStream) Dial(a raft.ServerAddress, timeout time.Duration) (net.Conn, error) {

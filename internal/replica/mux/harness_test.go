@@ -1,4 +1,4 @@
-package transport_test
+package mux_test
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/cellfleet/cellfleet/internal/replica/mux"
 	"github.com/cellfleet/cellfleet/internal/replica/pki"
-	"github.com/cellfleet/cellfleet/internal/replica/transport"
 	"github.com/cellfleet/cellfleet/internal/replica/wire"
 )
 
@@ -56,8 +56,8 @@ func (v volumeCA) cert(t *testing.T, san string) tls.Certificate {
 // port is one worker's listener with an RPC service counting the calls its
 // handler saw.
 type port struct {
-	mux   *transport.Mux
-	rpc   *transport.RPCServer
+	mux   *mux.Mux
+	rpc   *mux.RPCServer
 	calls atomic.Int64
 }
 
@@ -72,11 +72,11 @@ func resolve(a raft.ServerAddress) (string, string, bool) {
 func startPort(t *testing.T, v volumeCA, san string) *port {
 	t.Helper()
 	p := &port{}
-	p.rpc = &transport.RPCServer{Token: token, Handler: func(_ context.Context, call *wire.Call) wire.Reply {
+	p.rpc = &mux.RPCServer{Token: token, Handler: func(_ context.Context, call *wire.Call) wire.Reply {
 		p.calls.Add(1)
 		return wire.Reply{Status: wire.StatusOK, Results: make([]wire.Result, len(call.Ops))}
 	}}
-	mux, err := transport.Listen(transport.Config{
+	m, err := mux.Listen(mux.Config{
 		Listen:      "127.0.0.1:0",
 		Certificate: v.cert(t, san),
 		CA:          v.pool,
@@ -87,8 +87,8 @@ func startPort(t *testing.T, v volumeCA, san string) *port {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.mux = mux
-	t.Cleanup(func() { mux.Close(); p.rpc.Close() })
+	p.mux = m
+	t.Cleanup(func() { m.Close(); p.rpc.Close() })
 	return p
 }
 

@@ -1,4 +1,4 @@
-package transport_test
+package mux_test
 
 import (
 	"crypto/tls"
