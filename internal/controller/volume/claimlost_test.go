@@ -48,15 +48,6 @@ func TestClaimLostAloneTriggersReplacement(t *testing.T) {
 		!controllerutil.ContainsFinalizer(claim, storagev1alpha1.FinalizerBackingUse) {
 		t.Fatalf("claim of %s released before its host acknowledged: %v %v %v", r2.Name, err, claim.DeletionTimestamp, claim.Finalizers)
 	}
-	old, _ := fx.replica(r2.Name)
-	old.Status.ReleasedClaimUID = string(claim.UID)
-	if err := env.Client.Status().Update(fx.ctx, old); err != nil {
-		t.Fatal(err)
-	}
-	fx.converge(rv.Name)
-	fx.replacing(rv, metav1.ConditionFalse, storagev1alpha1.ReasonNoReplacement)
-	if _, ok := fx.replica(r2.Name); ok {
-		t.Fatalf("%s still exists after its host acknowledged", r2.Name)
-	}
+	fx.hostAcknowledgesRelease(rv, r2.Name, claim)
 	fx.noDuplicates(rv.Name, 3)
 }

@@ -116,6 +116,23 @@ func (fx *fixture) claimInUse(vr *storagev1alpha1.VolumeReplica, phase corev1.Pe
 	return claim
 }
 
+// hostAcknowledgesRelease plays the host's release acknowledgement of the
+// retired replica name (its claim's UID in status) and checks that the
+// replacement then finishes and the replica goes.
+func (fx *fixture) hostAcknowledgesRelease(rv *storagev1alpha1.ReplicatedVolume, name string, claim *corev1.PersistentVolumeClaim) {
+	fx.t.Helper()
+	old, _ := fx.replica(name)
+	old.Status.ReleasedClaimUID = string(claim.UID)
+	if err := env.Client.Status().Update(fx.ctx, old); err != nil {
+		fx.t.Fatal(err)
+	}
+	fx.converge(rv.Name)
+	fx.replacing(rv, metav1.ConditionFalse, storagev1alpha1.ReasonNoReplacement)
+	if _, ok := fx.replica(name); ok {
+		fx.t.Fatalf("%s still exists after its host acknowledged", name)
+	}
+}
+
 func (fx *fixture) replacing(rv *storagev1alpha1.ReplicatedVolume, status metav1.ConditionStatus, reason storagev1alpha1.ConditionReason) *storagev1alpha1.ReplicatedVolume {
 	fx.t.Helper()
 	got := fx.get(rv.Name)

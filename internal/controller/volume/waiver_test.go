@@ -76,16 +76,7 @@ func TestALostReplicaOnALiveHostWaitsForItsReleaseAcknowledgement(t *testing.T) 
 		t.Fatalf("the claim of %s, whose host runs, was reclaimed before that host acknowledged its release (err %v, deleted %v, finalizers %v)",
 			r2.Name, err, claim.DeletionTimestamp, claim.Finalizers)
 	}
-	old, _ := fx.replica(r2.Name)
-	old.Status.ReleasedClaimUID = string(claim.UID)
-	if err := env.Client.Status().Update(fx.ctx, old); err != nil {
-		t.Fatal(err)
-	}
-	fx.converge(rv.Name)
-	fx.replacing(rv, metav1.ConditionFalse, storagev1alpha1.ReasonNoReplacement)
-	if _, ok := fx.replica(r2.Name); ok {
-		t.Fatalf("%s still exists after its host acknowledged", r2.Name)
-	}
+	fx.hostAcknowledgesRelease(rv, r2.Name, claim)
 }
 
 // finishReplacementSteps plays the coordinator's host adding repl, repl
