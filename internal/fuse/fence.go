@@ -1,9 +1,9 @@
 package fuse
 
 // Fencing of single-writer mounts (docs/fuse.md, "Fencing"). A single-writer
-// mount caches attributes, names and pages for an hour on the strength of
-// being the volume's only writer; a second mount of the same volume (a
-// failover while the old node is still alive) would make that false. So a
+// mount caches names and pages on the strength of being the volume's only
+// writer; a second mount of the same volume (a failover while the old node
+// is still alive) would make that false. So a
 // writable single-writer mount opens a fencing epoch through the engine
 // before it serves anything (client.OpenFence): from then on the engine
 // refuses every mutation and read of an older epoch. This file is the mount's

@@ -111,15 +111,15 @@ func serve(target string, root fs.InodeEmbedder, o *fs.Options, fc *fence) (*fus
 }
 
 func (f *filesystem) fsOptions() *fs.Options {
-	ttl := f.opt.ttl()
+	entryTTL, attrTTL := f.opt.entryTTL(), f.opt.attrTTL()
 	flags := uintptr(syscall.MS_NOSUID | syscall.MS_NODEV)
 	if f.opt.ReadOnly {
 		flags |= syscall.MS_RDONLY
 	}
 	o := &fs.Options{
-		EntryTimeout:    &ttl,
-		AttrTimeout:     &ttl,
-		NegativeTimeout: &ttl,
+		EntryTimeout:    &entryTTL,
+		AttrTimeout:     &attrTTL,
+		NegativeTimeout: &attrTTL,
 		NullPermissions: true,
 		RootStableAttr:  &fs.StableAttr{Ino: client.RootIno, Mode: syscall.S_IFDIR},
 		MountOptions: fuse.MountOptions{

@@ -139,9 +139,8 @@ func splitTime(ns int64) (uint64, uint32) {
 
 func (f *filesystem) fillEntry(a client.Attr, out *fuse.EntryOut) {
 	f.fill(a, &out.Attr)
-	ttl := f.opt.ttl()
-	out.SetEntryTimeout(ttl)
-	out.SetAttrTimeout(ttl)
+	out.SetEntryTimeout(f.opt.entryTTL())
+	out.SetAttrTimeout(f.opt.attrTTL())
 }
 
 // child returns the go-fuse Inode for engine attributes a below n.
@@ -183,7 +182,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	if a, ok := n.exactDirAttr(); ok {
 		n.fsys.fill(a, &out.Attr)
-		out.SetTimeout(n.fsys.opt.ttl())
+		out.SetTimeout(n.fsys.opt.attrTTL())
 		return 0
 	}
 	n.fsys.settle(n.ino())
@@ -193,7 +192,7 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	}
 	n.remember(a)
 	n.fsys.fill(a, &out.Attr)
-	out.SetTimeout(n.fsys.opt.ttl())
+	out.SetTimeout(n.fsys.opt.attrTTL())
 	return 0
 }
 
@@ -249,7 +248,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	}
 	n.remember(a)
 	n.fsys.fill(a, &out.Attr)
-	out.SetTimeout(n.fsys.opt.ttl())
+	out.SetTimeout(n.fsys.opt.attrTTL())
 	return 0
 }
 

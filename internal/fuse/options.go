@@ -11,11 +11,21 @@ import (
 
 // Cache settings. A single-writer volume (ReadWriteOnce, ReadWriteOncePod)
 // has exactly one mount, so nothing but this kernel changes it: the kernel may
-// keep attributes, names and pages for as long as it likes, and this mount
-// invalidates what it changes itself. docs/performance.md (## FUSE mount)
-// records the stat rate these settings buy.
+// keep names and pages for as long as it likes, and this mount invalidates
+// what it changes itself. docs/performance.md (## FUSE mount) records the
+// stat rate these settings buy.
 const (
-	singleWriterTTL = time.Hour
+	singleWriterEntryTTL = time.Hour
+	// singleWriterAttrTTL bounds the kernel's attributes and negative
+	// entries, and through the attributes its pages (auto_inval_data: a read
+	// asks for them again once they expire), to less than the fencing lease.
+	// A mount whose owner was killed cannot drop its caches (fence.go), so
+	// only their expiry stops a descriptor still open on it from reading a
+	// page or a missing name after the next mount, which waits out the lease
+	// before it serves, has written (docs/fuse.md, "Fencing"). A cached
+	// positive name is harmless: every use of it needs the attributes or a
+	// request, which the dead mount answers ENOTCONN.
+	singleWriterAttrTTL = time.Second
 	// sharedTTL is zero: on a volume several mounts write, every stat and
 	// path walk asks the coordinator, and pages are dropped at each open
 	// (close-to-open consistency).
@@ -122,9 +132,18 @@ func (o *Options) writeBehind() bool {
 // never fence another mount.
 func (o *Options) fenced() bool { return o.SingleWriter && !o.ReadOnly }
 
-func (o *Options) ttl() time.Duration {
+// entryTTL is how long the kernel keeps a name.
+func (o *Options) entryTTL() time.Duration {
 	if o.SingleWriter {
-		return singleWriterTTL
+		return singleWriterEntryTTL
+	}
+	return sharedTTL
+}
+
+// attrTTL is how long the kernel keeps attributes and negative entries.
+func (o *Options) attrTTL() time.Duration {
+	if o.SingleWriter {
+		return singleWriterAttrTTL
 	}
 	return sharedTTL
 }

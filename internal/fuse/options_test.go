@@ -35,3 +35,17 @@ func TestOptionsRefuseTransferSizesOutsideTheKernelsRange(t *testing.T) {
 		})
 	}
 }
+
+// TestKernelAttributesExpireWithinTheFencingLease: the kernel's attributes
+// and negative entries are all that stop a dead mount's descriptors from
+// answering from cache (options.go), so they must expire before a new mount
+// serves, which waits fenceHandover (fence.go); mountowner's
+// TestDescriptorsOfAKilledOwnersMountNeverReadPastTheNextMountsWrites shows
+// the read itself.
+func TestKernelAttributesExpireWithinTheFencingLease(t *testing.T) {
+	for _, o := range []Options{{SingleWriter: true}, {SingleWriter: true, ReadOnly: true}, {}} {
+		if ttl := o.attrTTL(); ttl > fenceLease {
+			t.Errorf("options %+v: attributes are kept %v, longer than the fencing lease %v", o, ttl, fenceLease)
+		}
+	}
+}
