@@ -13,7 +13,7 @@ package fuse
 //     FUSE request (but forget and release, which free kernel references)
 //     is answered EIO before it reaches the filesystem, so nothing is served
 //     from the mount's own caches either.
-//   - Cache dropping: at the same moment every name, attribute and page the
+//   - Cache dropping: at the same moment every attribute and page the
 //     kernel holds for the mount is invalidated (go-fuse notify), so the
 //     kernel has to ask, and gets EIO.
 //   - The lease: the kernel answers cached reads without asking, so an idle
@@ -122,16 +122,19 @@ func (f *fence) trip() {
 	f.invalidate()
 }
 
-// invalidate drops the kernel's names, attributes and pages of every inode
-// the mount knows. Errors are the kernel having forgotten an inode already.
+// invalidate drops the kernel's attributes and pages of every inode the
+// mount knows. Names stay: every use of a cached name needs its inode's
+// attributes or a request (options.go), and dropping a name waits for its
+// directory's lock, which an operation waiting for the engine holds for as
+// long as it waits, stalling the lease. Errors are the kernel having
+// forgotten an inode already.
 func (f *fence) invalidate() {
 	queue := []*fs.Inode{f.root}
 	for len(queue) > 0 {
 		in := queue[0]
 		queue = queue[1:]
 		_ = in.NotifyContent(0, 0)
-		for name, ch := range in.Children() {
-			_ = in.NotifyEntry(name)
+		for _, ch := range in.Children() {
 			queue = append(queue, ch)
 		}
 	}
