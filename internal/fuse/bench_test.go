@@ -28,6 +28,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	cfuse "github.com/cellfleet/cellfleet/internal/fuse"
+	"github.com/cellfleet/cellfleet/internal/replica"
 	"github.com/cellfleet/cellfleet/internal/testsupport/proccluster"
 )
 
@@ -54,7 +55,8 @@ func (t benchTargets) all() []benchTarget { return []benchTarget{t.raw, t.loop, 
 // them.
 func benchSetup(b *testing.B, opt cfuse.Options) benchTargets {
 	b.Helper()
-	c := &cluster{proccluster.Start(b, proccluster.Options{Capacity: 8 << 30})}
+	c := &cluster{proccluster.Start(b, proccluster.Options{Capacity: 8 << 30,
+		Timing: replica.Timing{JournalBytes: benchJournal}})}
 	m := c.mount(b, opt)
 	rawDir := filepath.Join(b.TempDir(), "raw")
 	if err := os.Mkdir(rawDir, 0o755); err != nil {
@@ -118,7 +120,29 @@ func reportCPU(b *testing.B, loop, mnt time.Duration, mib int) {
 	b.ReportMetric(float64(runtime.NumCPU())*1000/perMiB, "cpu-bound-MiB/s")
 }
 
-const seqBytes = 64 << 20
+// Sizes of the sustained workloads. An A/B that must outlast a queue, a
+// cache or the journal raises them (docs/performance.md, "Method"):
+// CELLFLEET_BENCH_SEQ_MIB is the sequential file (64 MiB),
+// CELLFLEET_BENCH_FSYNC_WRITES the 4 KiB write + fdatasync round (2,000) and
+// CELLFLEET_BENCH_JOURNAL_MIB the replicas' journal bound J (production's
+// when unset).
+var (
+	seqBytes         = benchSize("CELLFLEET_BENCH_SEQ_MIB", 64) << 20
+	fsyncRoundWrites = benchSize("CELLFLEET_BENCH_FSYNC_WRITES", 2000)
+	benchJournal     = uint64(benchSize("CELLFLEET_BENCH_JOURNAL_MIB", 0)) << 20
+)
+
+func benchSize(env string, def int) int {
+	v := os.Getenv(env)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		panic(fmt.Sprintf("%s=%q: want a positive integer", env, v))
+	}
+	return n
+}
 
 func seqWrite(b *testing.B, dir string) float64 { return seqWriteSized(b, dir, 1<<20) }
 
@@ -443,7 +467,7 @@ func iops(l []time.Duration) float64 {
 // (IOPS, p50 and p99 latency).
 func BenchmarkFsync4KiB(b *testing.B) {
 	t := benchSetup(b, cfuse.Options{SingleWriter: true})
-	const n = 2000
+	n := fsyncRoundWrites
 	g := glusterFor(b, "")
 	var lat [3][]time.Duration
 	for b.Loop() {
