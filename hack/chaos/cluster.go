@@ -13,6 +13,7 @@ import (
 	"github.com/cellfleet/cellfleet/internal/replica"
 	"github.com/cellfleet/cellfleet/internal/replica/host"
 	"github.com/cellfleet/cellfleet/internal/replica/standalone"
+	"github.com/cellfleet/cellfleet/internal/testsupport/tcpproxy"
 )
 
 const replicas = 3
@@ -26,7 +27,7 @@ type cluster struct {
 	status  []string // status listeners (readyz)
 	hosts   *localvolume.Hosts
 	disks   []*disk
-	proxies map[[2]int]*proxy // [from, to]
+	proxies map[[2]int]*tcpproxy.Proxy // [from, to]
 }
 
 func (c *cluster) setup(diskMiB int) error {
@@ -36,7 +37,7 @@ func (c *cluster) setup(diskMiB int) error {
 		return err
 	}
 	c.hosts = &localvolume.Hosts{Dir: c.dir, Bin: c.bin, Gen: c.gen}
-	c.proxies = map[[2]int]*proxy{}
+	c.proxies = map[[2]int]*tcpproxy.Proxy{}
 	var real []replica.Peer
 	for i := range replicas {
 		f, err := host.LoadStandalone(c.gen.HostFiles[i])
@@ -62,12 +63,12 @@ func (c *cluster) setup(diskMiB int) error {
 		// both directions of a pair.
 		for k, p := range f.Workers[0].Peers {
 			j := peerIndex(real, p.ID)
-			px, err := newProxy(real[j].Address)
+			px, err := tcpproxy.New(real[j].Address)
 			if err != nil {
 				return err
 			}
 			c.proxies[[2]int{i, j}] = px
-			f.Workers[0].Peers[k].Address = px.addr()
+			f.Workers[0].Peers[k].Address = px.Addr()
 		}
 		b, err := json.MarshalIndent(f, "", "  ")
 		if err != nil {
@@ -149,14 +150,14 @@ func (c *cluster) coordinator(ctx context.Context) (int, error) {
 func (c *cluster) partition(a, b int, cut bool) {
 	for _, k := range [][2]int{{a, b}, {b, a}} {
 		if px := c.proxies[k]; px != nil {
-			px.setBlocked(cut)
+			px.SetBlocked(cut)
 		}
 	}
 }
 
 func (c *cluster) healAll() {
 	for _, px := range c.proxies {
-		px.setBlocked(false)
+		px.SetBlocked(false)
 	}
 	for _, d := range c.disks {
 		if d.pc != nil {
@@ -169,7 +170,7 @@ func (c *cluster) healAll() {
 func (c *cluster) shutdown() {
 	c.hosts.Stop()
 	for _, px := range c.proxies {
-		px.close()
+		px.Close()
 	}
 	for _, d := range c.disks {
 		if d != nil {

@@ -94,6 +94,7 @@ var testSupport = map[string]string{
 	"internal/testenv":                 "internal/testenv/testenv.go",
 	"internal/testsupport/proccluster": "internal/testsupport/proccluster/doc.go",
 	"internal/testsupport/poll":        "internal/testsupport/poll/poll.go",
+	"internal/testsupport/tcpproxy":    "internal/testsupport/tcpproxy/tcpproxy.go",
 	"internal/testenv/nodestack":       "internal/testenv/nodestack/nodestack.go",
 }
 

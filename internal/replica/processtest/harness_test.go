@@ -23,6 +23,7 @@ import (
 	"github.com/cellfleet/cellfleet/internal/replica/host"
 	"github.com/cellfleet/cellfleet/internal/testsupport/poll"
 	"github.com/cellfleet/cellfleet/internal/testsupport/proccluster"
+	"github.com/cellfleet/cellfleet/internal/testsupport/tcpproxy"
 )
 
 const volume = proccluster.Volume
@@ -59,7 +60,7 @@ type cluster struct {
 	t       testing.TB
 	opts    clusterOpts
 	peers   []replica.Peer // real addresses
-	proxies map[[2]int]*proxy
+	proxies map[[2]int]*tcpproxy.Proxy
 }
 
 func startCluster(t testing.TB, o clusterOpts) *cluster {
@@ -67,7 +68,7 @@ func startCluster(t testing.TB, o clusterOpts) *cluster {
 	if o.timing == (replica.Timing{}) {
 		o.timing = proccluster.FastTiming
 	}
-	c := &cluster{t: t, opts: o, proxies: map[[2]int]*proxy{}}
+	c := &cluster{t: t, opts: o, proxies: map[[2]int]*tcpproxy.Proxy{}}
 	// Registered before the processes start, so it runs after they are
 	// killed.
 	t.Cleanup(c.closeProxies)
@@ -106,15 +107,18 @@ func (c *cluster) insertProxies(i int, f *host.StandaloneFile) {
 		if _, err := fmt.Sscanf(p.ID, "r%d", &j); err != nil {
 			c.t.Fatalf("replica ID %q: %v", p.ID, err)
 		}
-		px := newProxy(c.t, p.Address)
+		px, err := tcpproxy.New(p.Address)
+		if err != nil {
+			c.t.Fatal(err)
+		}
 		c.proxies[[2]int{i, j}] = px
-		f.Workers[0].Peers[k].Address = px.addr()
+		f.Workers[0].Peers[k].Address = px.Addr()
 	}
 }
 
 func (c *cluster) closeProxies() {
 	for _, px := range c.proxies {
-		px.close()
+		px.Close()
 	}
 }
 
@@ -122,7 +126,7 @@ func (c *cluster) closeProxies() {
 func (c *cluster) isolate(i int, cut bool) {
 	for k, px := range c.proxies {
 		if k[0] == i || k[1] == i {
-			px.setBlocked(cut)
+			px.SetBlocked(cut)
 		}
 	}
 }

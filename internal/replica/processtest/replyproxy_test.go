@@ -5,6 +5,8 @@ import (
 	"net"
 	"sync"
 	"testing"
+
+	"github.com/cellfleet/cellfleet/internal/testsupport/tcpproxy"
 )
 
 // replyProxy sits between a client and one worker and loses replies: once
@@ -66,31 +68,23 @@ func (p *replyProxy) connections() int {
 	return p.accepted
 }
 
+// serve accepts through tcpproxy.Serve: while refusing, the worker is
+// unreachable; otherwise each connection is counted and forwarded.
 func (p *replyProxy) serve() {
-	for {
-		in, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		refusing := p.refusing
-		p.mu.Unlock()
-		if refusing {
-			in.Close()
-			continue
-		}
-		out, err := net.Dial("tcp", p.target)
-		if err != nil {
-			in.Close()
-			continue
-		}
+	tcpproxy.Serve(p.ln, p.target, p.isRefusing, func(in, out net.Conn) {
 		p.mu.Lock()
 		p.accepted++
 		p.conns[in], p.conns[out] = struct{}{}, struct{}{}
 		p.mu.Unlock()
 		go p.forward(out, in)
 		go p.replies(in, out)
-	}
+	})
+}
+
+func (p *replyProxy) isRefusing() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refusing
 }
 
 // forward copies client → worker.
