@@ -60,9 +60,9 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.memberReplacementDelay, "member-replacement-delay", fleet.DefaultMemberReplacementDelay,
 		"how long one PersistentFleet member may stay down, while every other member is ready, before it is replaced on a fresh disk (at least 1m)")
 	fleetNS := fs.String("fleet-namespaces", "celld",
-		"comma-separated namespaces whose CelldFleets this manager operates; the fleet Role is bound in each (seed 002)")
+		"comma-separated namespaces whose CelldFleets this manager operates; the fleet Role must be bound in each (docs/install.md)")
 	fs.StringVar(&o.replicaRuntime, "replica-runtime", replicaRuntimeShared,
-		"runtime of new replicated volumes' workers: shared (workers in the NODE DaemonSet's replica host; seed 003); the legacy pod runtime is not offered")
+		"runtime of new replicated volumes' workers: shared (workers in the NODE DaemonSet's replica host); the legacy pod runtime is not offered (docs/decisions/0006-replica-replacement.md)")
 	fs.DurationVar(&o.replicaReplacementDelay, "replica-replacement-delay", volume.DefaultReplicaReplacementDelay,
 		"how long a replica's node may be gone, with a healthy quorum left, before the replica is replaced on another node (at least 1m)")
 	fs.DurationVar(&o.replicaRebuildTimeout, "replica-rebuild-timeout", volume.DefaultReplicaRebuildTimeout,

@@ -49,7 +49,7 @@ func managerFlags(t *testing.T) map[string]bool {
 		flags["--"+d[1]] = true
 	}
 	if !flags["--member-replacement-delay"] {
-		t.Fatalf("cmd/manager/flags.go must define --member-replacement-delay (seed 002); found %v", flags)
+		t.Fatalf("cmd/manager/flags.go must define --member-replacement-delay (docs/fleet-operator.md, \"Self-healing\"); found %v", flags)
 	}
 	return flags
 }
@@ -100,7 +100,8 @@ func TestChartPassesTheManagerFlags(t *testing.T) {
 
 // Values the chart must refuse at render time, each with the words a user
 // needs to fix it. A delay below one minute passes the schema's pattern and
-// is refused by the template with the seed's minimum in the message.
+// is refused by the template with the documented minimum, 1m
+// (docs/fleet-operator.md, "Self-healing"), in the message.
 func TestChartRefusesBadValuesAtRenderTime(t *testing.T) {
 	const belowMinimum = "is below the minimum of 1m"
 	cases := []struct {

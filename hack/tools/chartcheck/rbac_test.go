@@ -211,7 +211,7 @@ func TestChartRBACIsAsNarrowAsSeed002(t *testing.T) {
 		o.decode(t, &cr)
 		for _, forbidden := range []string{"persistentvolumes", "nodes", "volumeattachments", "secrets", "*"} {
 			if grants(cr.Rules, forbidden, "get") || grants(cr.Rules, forbidden, "list") {
-				t.Errorf("ClusterRole %s must not read %s (seed 002: only the fleet API and StorageClass reads)", o.Name, forbidden)
+				t.Errorf("ClusterRole %s must not read %s (docs/fleet-operator.md, \"Deployment notes\": only the fleet API and StorageClass reads)", o.Name, forbidden)
 			}
 		}
 	}
@@ -219,7 +219,7 @@ func TestChartRBACIsAsNarrowAsSeed002(t *testing.T) {
 		var r rbacv1.Role
 		o.decode(t, &r)
 		if o.Name == fleetName && grants(r.Rules, "persistentvolumeclaims", "create") {
-			t.Errorf("Role %s/%s must not create claims (seed 002: the StatefulSet creates claims)", o.Namespace, o.Name)
+			t.Errorf("Role %s/%s must not create claims (docs/fleet-operator.md, \"Deployment notes\": the StatefulSet creates claims)", o.Namespace, o.Name)
 		}
 		for _, rule := range r.Rules {
 			if slices.Contains(rule.Verbs, "*") || slices.Contains(rule.Resources, "*") {
@@ -229,9 +229,10 @@ func TestChartRBACIsAsNarrowAsSeed002(t *testing.T) {
 	}
 }
 
-// The storage half's roles, as the seeds and docs/volume-controller.md bound
-// them: no ClusterRole reads Secrets (CA keys live in the release namespace
-// only, node Secrets in the storage namespace only), the NODE ServiceAccount
+// The storage half's roles, as docs/install.md ("The storage half") and
+// docs/volume-controller.md ("Trust and who reads what") bound them: no
+// ClusterRole reads Secrets (CA keys live in the release namespace only,
+// node Secrets in the storage namespace only), the NODE ServiceAccount
 // reads no Secret at all (kubelet passes mount Secrets to NodeStage), and no
 // rule names a wildcard.
 func TestChartStorageRBACIsNarrow(t *testing.T) {

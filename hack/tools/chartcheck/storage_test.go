@@ -25,9 +25,9 @@ const (
 	pluginsRegistry  = "/var/lib/kubelet/plugins_registry"
 )
 
-// seedHostResources are the replica host's requests and limits in the NODE
+// replicaHostResources are the replica host's requests and limits in the NODE
 // DaemonSet (docs/install.md, "The storage half").
-var seedHostResources = corev1.ResourceRequirements{
+var replicaHostResources = corev1.ResourceRequirements{
 	Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
 	Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("768Mi")},
 }
@@ -204,7 +204,7 @@ func checkNodeDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
 	}
 	consumer, ok := flagValue(local.Args, "consumer-mount-root")
 	if !ok || consumer == "" {
-		t.Fatalf("csi-node must be started with --consumer-mount-root (seed 003); args %v", local.Args)
+		t.Fatalf("csi-node must be started with --consumer-mount-root (docs/architecture.md, \"Rules of the storage half\"); args %v", local.Args)
 	}
 	// The publication lock lives beside the root (<root>.publication.lock),
 	// so csi-node mounts the root's parent: the lock is the host's, and the
@@ -212,7 +212,7 @@ func checkNodeDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
 	parent := filepath.Dir(consumer)
 	cm := mountAt(local, parent)
 	if cm == nil || cm.MountPropagation == nil || *cm.MountPropagation != corev1.MountPropagationBidirectional || hostPath(cm) != parent {
-		t.Errorf("csi-node must mount the host's %s, the parent of --consumer-mount-root=%s, Bidirectional (seed 003; the publication lock lives beside the root); got %+v",
+		t.Errorf("csi-node must mount the host's %s, the parent of --consumer-mount-root=%s, Bidirectional (docs/architecture.md, \"Rules of the storage half\"; the publication lock lives beside the root); got %+v",
 			parent, consumer, cm)
 	}
 
@@ -224,10 +224,10 @@ func checkNodeDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
 	}
 	hm := mountAt(host, consumer)
 	if hm == nil || hm.MountPropagation == nil || *hm.MountPropagation != corev1.MountPropagationHostToContainer || hostPath(hm) != consumer {
-		t.Errorf("replica-host must consume the consumer mount root %s HostToContainer (seed 003); got %+v", consumer, hm)
+		t.Errorf("replica-host must consume the consumer mount root %s HostToContainer (docs/architecture.md, \"Rules of the storage half\"); got %+v", consumer, hm)
 	}
-	if !reflect.DeepEqual(normalised(host.Resources), normalised(seedHostResources)) {
-		t.Errorf("replica-host must request 100m CPU / 128Mi and be limited to 2 CPU / 768Mi (seed 003); got %+v", host.Resources)
+	if !reflect.DeepEqual(normalised(host.Resources), normalised(replicaHostResources)) {
+		t.Errorf("replica-host must request 100m CPU / 128Mi and be limited to 2 CPU / 768Mi (docs/architecture.md, \"Rules of the storage half\"); got %+v", host.Resources)
 	}
 	env := map[string]string{}
 	for _, e := range host.Env {
@@ -258,10 +258,10 @@ func checkNodeDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
 		t.Errorf("replica-host must mount the local driver's socket directory %s (host path %s); got %+v", sockDir, sockDir, m)
 	}
 	if sd, _ := flagValue(host.Args, "state-dir"); sd == "" || mountAt(host, sd) == nil || hostPath(mountAt(host, sd)) == "" {
-		t.Errorf("replica-host keeps identity and initialisation history on host storage (seed 003): -state-dir=%s must be a hostPath mount; mounts %v", sd, host.VolumeMounts)
+		t.Errorf("replica-host keeps identity and initialisation history on host storage (docs/architecture.md, \"Rules of the storage half\"): -state-dir=%s must be a hostPath mount; mounts %v", sd, host.VolumeMounts)
 	}
 	if host.ReadinessProbe == nil {
-		t.Errorf("replica-host needs a readiness probe: placement requires a ready replica-host container (seed 003)")
+		t.Errorf("replica-host needs a readiness probe: placement requires a ready replica-host container (docs/architecture.md, \"Rules of the storage half\")")
 	}
 
 	prov := containerNamed(spec.Containers, "csi-provisioner")
