@@ -12,8 +12,9 @@ package volume
 //     never protected needs no acknowledgement), the host's backing-use
 //     finalizer is removed and the claim deleted; once the claim is gone
 //     (kube-controller-manager lifts kubernetes.io/pvc-protection), the
-//     replica's Service (its EndpointSlice is the host's and goes with it)
-//     and Secret go, and the replica's release finalizer is removed;
+//     replica's Service and Secret go (its EndpointSlice is the host's,
+//     deleted at its release, kubehost/release.go and orphans.go), and the
+//     replica's release finalizer is removed;
 //  3. once no replica remains, the mount and CA Secrets go and the volume's
 //     finalizer is removed.
 // Every delete carries the object's UID as a precondition, so an object of

@@ -119,22 +119,23 @@ func (a *Agent) resolvePeers(ctx context.Context, vr *storagev1alpha1.VolumeRepl
 	return peers, missing, nil
 }
 
-// deleteSlice removes the replica's EndpointSlice, bound to its UID.
-func (a *Agent) deleteSlice(ctx context.Context, vr *storagev1alpha1.VolumeReplica) error {
+// deleteSlice removes the EndpointSlice this host wrote for the replica
+// namespace/name, bound to its UID.
+func (a *Agent) deleteSlice(ctx context.Context, namespace, name string) error {
 	s := &discoveryv1.EndpointSlice{}
-	err := a.client.Get(ctx, client.ObjectKey{Namespace: vr.Namespace, Name: vr.Name}, s)
+	err := a.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("read EndpointSlice %s: %w", vr.Name, err)
+		return fmt.Errorf("read EndpointSlice %s: %w", name, err)
 	}
-	if s.Labels[storagev1alpha1.LabelReplica] != vr.Name {
+	if s.Labels[storagev1alpha1.LabelReplica] != name {
 		return nil
 	}
 	uid := s.UID
 	if err := a.client.Delete(ctx, s, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete EndpointSlice %s (uid %s): %w", vr.Name, uid, err)
+		return fmt.Errorf("delete EndpointSlice %s (uid %s): %w", name, uid, err)
 	}
 	return nil
 }

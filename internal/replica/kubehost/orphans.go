@@ -102,14 +102,19 @@ func (a *Agent) standingOf(ctx context.Context, rec publishedVolume) (recordStan
 	return replicaExists, nil
 }
 
-// releaseOrphan closes the gone replica's worker, unpublishes its backing
-// volume and forgets the record and the replica's credentials. A replica
-// of the same name with another UID is a new replica on its own PV: its
-// worker and credentials are left alone.
+// releaseOrphan closes the gone replica's worker, deletes the EndpointSlice
+// this host wrote for it (the manager deletes the Service, and nothing else
+// owns the slice), unpublishes its backing volume and forgets the record and
+// the replica's credentials. A replica of the same name with another UID is
+// a new replica on its own PV: its worker, slice and credentials are left
+// alone.
 func (a *Agent) releaseOrphan(ctx context.Context, rec publishedVolume, st recordStanding) error {
 	if st == replicaGone {
 		if err := a.closeWorkersOf(rec.Replica); err != nil {
 			return err
+		}
+		if err := a.deleteSlice(ctx, a.opts.Namespace, rec.Replica); err != nil {
+			return fmt.Errorf("release replica %s, which no longer exists: %w", rec.Replica, err)
 		}
 	}
 	a.publishing.Lock()

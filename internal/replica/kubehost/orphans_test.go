@@ -7,6 +7,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,7 +53,18 @@ func TestAHostThatComesBackReleasesThePublicationOfAReplicaRetiredWithoutIt(t *t
 		t.Fatal("the local driver deleted a volume its stopped host still holds published")
 	}
 
+	slices := fx.slicesOf(rv.Name)
+	if len(slices) != 1 {
+		t.Fatalf("the stopped host's EndpointSlices of %s: %d, want the retired replica's one", rv.Name, len(slices))
+	}
+
 	fx.RestartHost(n)
+	poll.Until(t, time.Minute, "the returning host deleted the gone replica's EndpointSlice", func() error {
+		if left := fx.slicesOf(rv.Name); len(left) > 0 {
+			return fmt.Errorf("EndpointSlice %s left", left[0].Name)
+		}
+		return nil
+	})
 	poll.Until(t, time.Minute, "the returning host unpublished the gone replica's volume, so its PV and directory are deleted", func() error {
 		left, err := fx.Reclaim(rv.Name)
 		if err != nil {
@@ -76,6 +88,16 @@ func TestAHostThatComesBackReleasesThePublicationOfAReplicaRetiredWithoutIt(t *t
 	if w := workersOn(t, n.Status); w != 0 {
 		t.Errorf("the returning host runs %d workers for a replica that no longer exists", w)
 	}
+}
+
+// slicesOf lists the EndpointSlices of the volume's replicas.
+func (fx *fixture) slicesOf(volume string) []discoveryv1.EndpointSlice {
+	fx.t.Helper()
+	l := &discoveryv1.EndpointSliceList{}
+	if err := env.Client.List(fx.ctx, l, client.InNamespace(fx.ns), client.MatchingLabels{storagev1alpha1.LabelVolume: volume}); err != nil {
+		fx.t.Fatal(err)
+	}
+	return l.Items
 }
 
 // retireWithoutAcknowledgement plays the volume controller releasing the

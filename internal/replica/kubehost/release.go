@@ -64,7 +64,7 @@ func (a *Agent) release(ctx context.Context, vr *storagev1alpha1.VolumeReplica) 
 			return fmt.Errorf("close worker %s: %w", key(vr), err)
 		}
 	}
-	if err := a.deleteSlice(ctx, vr); err != nil {
+	if err := a.deleteSlice(ctx, vr.Namespace, vr.Name); err != nil {
 		return err
 	}
 	claim := &corev1.PersistentVolumeClaim{}
