@@ -64,6 +64,8 @@ func rules() []rule {
 		{pkg: "internal/mountowner/api", never: k8s(fusePkgs, client), states: "internal/mountowner/api/types.go"},
 		{pkg: "internal/mountowner", never: k8s(worker, stateMach, raft), states: "internal/mountowner/owner.go"},
 		{pkg: "internal/replica/journal", never: []string{stateMach, worker, muxPkg, host}, states: "internal/replica/journal/doc.go"},
+		{pkg: "internal/replica/chunkstore", never: []string{stateMach, "internal/replica/journal/...", worker, host, raft, muxPkg, "internal/replica/raftnet/..."},
+			states: "internal/replica/chunkstore/doc.go"},
 		{pkg: "internal/replica/pki", never: []string{worker, host, client}, states: "internal/replica/pki/pki.go"},
 		{pkg: "internal/replica", never: k8s(host, client), states: "internal/replica/doc.go"},
 		{pkg: "internal/replica/fsm", never: []string{worker, muxPkg, host, client}, states: "internal/replica/fsm/doc.go"},
