@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -133,17 +132,21 @@ func TestStorageNodePodDeletionShowsErrorsNotWrongData(t *testing.T) {
 // evicted, so the manager's Pod never moves with it): the volume is staged
 // on the new node, whose writable mount opens a newer fencing epoch through
 // Raft, so the engine refuses the old mount from then on (the CSIDriver has
-// attachRequired: false: nothing else fences it); the old node keeps no
-// session of the volume and every acknowledged byte reads back.
+// attachRequired: false: nothing else fences it). A descriptor held open on
+// the old node's mount across the drain (storage_fence_test.go) proves it: its
+// write answers EIO and never reaches the volume read through the new node.
+// Then the old node keeps neither a session nor a mount of the volume, and
+// every acknowledged byte reads back.
 func TestStorageConsumerDrainedToAnotherNodeFencesTheOldMount(t *testing.T) {
 	requirePower(t, cluster.PowerHostProcesses, cluster.PowerHostDisks)
-	runVolumeScenario(t, "storage: consumer Pod drained to another node (old mount fenced)", "q-drain", func(s *volumeScenario) {
+	runVolumeScenario(t, "storage: consumer Pod drained to another node (old mount fenced: its write answers EIO, never lands)", "q-drain", func(s *volumeScenario) {
 		from := s.pod.Spec.NodeName
 		before, ok := s.mountSession(from)
-		if !ok || before.State != mountStateMounted || before.FencingEpoch == 0 {
-			s.t.Fatalf("the mount owner on %s must record a mounted single-writer session with a fencing epoch before the drain: %+v (found %v)",
+		if !ok || before.State != mountStateMounted || before.FencingEpoch == 0 || before.Target == "" {
+			s.t.Fatalf("the mount owner on %s must record a mounted single-writer session with a fencing epoch and a target before the drain: %+v (found %v)",
 				from, before, ok)
 		}
+		held := s.holdMount(from, before.Target)
 		if _, err := env.Kubectl(s.ctx, "cordon", from); err != nil {
 			s.t.Fatal(err)
 		}
@@ -155,22 +158,26 @@ func TestStorageConsumerDrainedToAnotherNodeFencesTheOldMount(t *testing.T) {
 		}
 		after, ok := s.mountSession(to)
 		switch {
-		case !ok || after.State != mountStateMounted:
-			s.t.Errorf("no mounted session of %s on %s, the new node: %+v", s.volume, to, after)
+		case !ok || after.State != mountStateMounted || after.Target == "":
+			s.t.Fatalf("no mounted session of %s on %s, the new node: %+v (found %v)", s.volume, to, after, ok)
 		case after.FencingEpoch <= before.FencingEpoch:
 			s.t.Errorf("the mount on %s opened fencing epoch %d, not above the old mount's %d on %s: the old mount is not fenced",
 				to, after.FencingEpoch, before.FencingEpoch, from)
 		}
-		// The kubelet unstages the old node's mount after the Pod is gone.
+		s.requireFenced(held, to, after)
+		// The kubelet unstages the old node's mount after the Pod is gone;
+		// the mount owner's unmount ends once the held descriptor closed.
 		var left mountSession
+		var recorded, mounted bool
 		waitFor(s.ctx, s.t, storageSettle, func() bool {
-			var ok bool
-			left, ok = s.mountSession(from)
-			return !ok
+			left, recorded = s.mountSession(from)
+			mounted = s.nodeMounted(from, before.Target)
+			return !recorded && !mounted
 		}, func() string {
-			return fmt.Sprintf("the old node %s still records a session of %s after the move: %+v", from, s.volume, left)
+			return fmt.Sprintf("the old node %s still holds %s after the move: session recorded %v (%+v), %s mounted %v",
+				from, s.volume, recorded, left, before.Target, mounted)
 		})
-		s.t.Logf("moved from %s (epoch %d) to %s (epoch %d)", from, before.FencingEpoch, to, after.FencingEpoch)
+		s.t.Logf("moved from %s (epoch %d) to %s (epoch %d); the old mount refused the write and is gone", from, before.FencingEpoch, to, after.FencingEpoch)
 		if _, err := env.Kubectl(s.ctx, "uncordon", from); err != nil {
 			s.t.Fatal(err)
 		}
@@ -319,7 +326,7 @@ func (s *volumeScenario) mountSession(node string) (mountSession, bool) {
 	if err := s.env().Get(s.ctx, client.ObjectKey{Name: s.volume}, &pv); err != nil || pv.Spec.CSI == nil {
 		s.t.Fatalf("PersistentVolume %s and its CSI volume handle: %v", s.volume, err)
 	}
-	path := filepath.Join(env.StateDir, "nodes", node, "cellfleet", "mount-owner", "sessions", pv.Spec.CSI.VolumeHandle+".json")
+	path := nodeStatePath(node, "mount-owner", "sessions", pv.Spec.CSI.VolumeHandle+".json")
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return mountSession{}, false

@@ -33,16 +33,25 @@ import (
 // rebuild and the lost one's removal and teardown.
 const nodeLossTimeout = 6 * time.Minute
 
+// retiredTracesTimeout bounds, from the lost node's return (its NODE Pod
+// Ready with the replica-host restarted), the removal of everything the
+// retired replica left on it: the host releases the publications of gone
+// replicas at its start (kubehost/orphans.go), then the local driver's
+// csi-provisioner, retrying the DeleteVolume it was refused while the
+// volume was published, removes the directory and the PV.
+const retiredTracesTimeout = time.Minute
+
 // A replica's node lost: its kubelet stopped and its replica-host killed
 // (the kubelet being down, nothing restarts it; the node's other containers
 // serve no replica), longer than the replacement delay. The volume keeps
 // serving on two replicas, robustness goes Degraded, the lost replica is
 // replaced on the spare node and robustness returns to Healthy; then the
-// node comes back for the next scenarios and runs no worker for the retired
-// replica.
+// node comes back, and within retiredTracesTimeout nothing of the retired
+// replica is left: its API objects, PV, publications, mount, credentials and
+// backing directory (storage_traces_test.go).
 func TestStorageLostNodeReplicaIsReplacedOnTheSpareNode(t *testing.T) {
-	requirePower(t, cluster.PowerDaemons, cluster.PowerHostProcesses, cluster.PowerAuditLog)
-	runVolumeScenario(t, "storage: replica node lost (kubelet and replica-host stopped) past the replacement delay", "q-nodeloss", func(s *volumeScenario) {
+	requirePower(t, cluster.PowerDaemons, cluster.PowerHostProcesses, cluster.PowerHostDisks, cluster.PowerAuditLog)
+	runVolumeScenario(t, "storage: replica node lost (kubelet and replica-host stopped) past the replacement delay; nothing of it left once the node is back", "q-nodeloss", func(s *volumeScenario) {
 		// Neither the consumer's node (its Pod would be stranded) nor the
 		// manager's (healing_test.go, memberAwayFromTheOperator: its Pod
 		// would be evicted, a failover rather than this fault).
@@ -52,6 +61,8 @@ func TestStorageLostNodeReplicaIsReplacedOnTheSpareNode(t *testing.T) {
 		kubelet := "kubelet-" + strings.TrimPrefix(node, "node-")
 		host := s.nodePod(node)
 		s.expectRetired(victim)
+		traces := s.tracesOf(victim)
+		s.requireTraces(traces)
 
 		if err := env.Daemon(s.ctx, "kill", kubelet); err != nil {
 			s.t.Fatal(err)
@@ -89,6 +100,10 @@ func TestStorageLostNodeReplicaIsReplacedOnTheSpareNode(t *testing.T) {
 		}, func() string {
 			return node + " is not back: Node Ready and its NODE Pod Ready with the replica-host restarted"
 		})
+		back := time.Now()
+		s.requireTracesGone(traces, retiredTracesTimeout)
+		s.t.Logf("every one of the %d traces of %s on %s gone %v after the node returned",
+			len(traces.traces), victim.Name, node, time.Since(back).Round(100*time.Millisecond))
 		s.requireNoDuplicates()
 	})
 }
