@@ -43,6 +43,6 @@ func TestRunFlagsRejectBadValuesWithAClearMessage(t *testing.T) {
 	}
 	if f.limits.MaxWorkers != 128 || f.limits.MaxStarts != 4 || f.limits.MaxHTTPOperations != 32 ||
 		f.limits.MaxCaptures != 2 || f.limits.MaxRebuilds != 2 || f.limits.RebuildBandwidth != 32<<20 {
-		t.Fatalf("defaults differ from the seed's bounds: %+v", f.limits)
+		t.Fatalf("defaults differ from the bounds docs/replica-engine.md states: %+v", f.limits)
 	}
 }

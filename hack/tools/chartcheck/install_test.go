@@ -32,7 +32,7 @@ type access struct {
 // CSIDrivers and StorageClasses), and the permissions must be exactly as seed
 // 002 describes them, in every fleet namespace and nowhere else, plus the
 // storage half's roles.
-func TestChartInstallsOnARealAPIServerWithSeed002Permissions(t *testing.T) {
+func TestChartInstallsOnARealAPIServerWithTheFleetPermissions(t *testing.T) {
 	_, kubeconfigPath, clientset := startAPIServer(t)
 	ctx := t.Context()
 
@@ -80,7 +80,7 @@ func TestChartInstallsOnARealAPIServerWithSeed002Permissions(t *testing.T) {
 			{"create", "", "persistentvolumeclaims", "celld", false, "the StatefulSet creates claims, never the operator"},
 			// "No PersistentVolume or Node access" is the fleet ClusterRole's
 			// (docs/fleet-operator.md, "Deployment notes";
-			// TestChartRBACIsAsNarrowAsSeed002); the manager Pod's identity also
+			// TestChartRBACIsAsNarrowAsDocumented); the manager Pod's identity also
 			// carries the storage half's roles.
 			{"create", "", "persistentvolumes", "", true, "the replicated driver's csi-provisioner sidecar in the manager Pod"},
 			{"patch", "", "persistentvolumes", "", true, "the csi-resizer sidecar in the manager Pod"},

@@ -201,7 +201,7 @@ func TestChartRBACIsExactlyTheGeneratedRoles(t *testing.T) {
 // docs/fleet-operator.md, "Deployment notes", spells out what the operator
 // may never do; the generated roles are the source of the chart's, so this
 // guards the markers as the chart ships them.
-func TestChartRBACIsAsNarrowAsSeed002(t *testing.T) {
+func TestChartRBACIsAsNarrowAsDocumented(t *testing.T) {
 	objs := render(t)
 	for _, o := range ofKind(objs, "ClusterRole") {
 		if o.Name != fleetName {

@@ -13,13 +13,13 @@ import (
 	"github.com/cellfleet/cellfleet/internal/testenv"
 )
 
-// TestGeneratedFleetRBACIsAsNarrowAsSeed002 reads the RBAC generated from this
+// TestGeneratedFleetRBACIsAsNarrowAsDocumented reads the RBAC generated from this
 // package's markers and checks it against docs/fleet-operator.md ("Deployment
 // notes"): the ClusterRole covers only the fleet API and StorageClass reads;
 // the namespaced Role grants Pod and claim deletion, Pod update, Service update
 // and budget update, and no claim creation; nothing touches PersistentVolumes,
 // Nodes or VolumeAttachments.
-func TestGeneratedFleetRBACIsAsNarrowAsSeed002(t *testing.T) {
+func TestGeneratedFleetRBACIsAsNarrowAsDocumented(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "rbac", "fleet", "role.yaml"))
 	if err != nil {
 		t.Fatalf("the fleet RBAC must be generated (make manifests): %v", err)
@@ -93,7 +93,7 @@ func TestGeneratedFleetRBACIsAsNarrowAsSeed002(t *testing.T) {
 			}
 			for _, v := range r.Verbs {
 				if !slices.Contains(allowed, v) {
-					t.Errorf("the namespaced Role grants %s on %s; seed 002 allows only %v", v, res, allowed)
+					t.Errorf("the namespaced Role grants %s on %s; docs/fleet-operator.md (RBAC) allows only %v", v, res, allowed)
 				}
 			}
 		}

@@ -21,7 +21,8 @@ type Limits struct {
 	RebuildBandwidth  int64 // bytes/s shared by outbound rebuilds
 }
 
-// DefaultLimits are the seed's defaults.
+// DefaultLimits are the host's documented defaults (docs/replica-engine.md,
+// "replica-host").
 func DefaultLimits() Limits {
 	return Limits{MaxWorkers: 128, MaxStarts: 4, MaxHTTPOperations: 32, MaxCaptures: 2,
 		MaxRebuilds: 2, RebuildBandwidth: 32 << 20}
