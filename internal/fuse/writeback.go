@@ -41,9 +41,9 @@ import (
 	"github.com/cellfleet/cellfleet/internal/replica/wire"
 )
 
-// defaultWritebackBytes bounds the data one mount holds uncommitted: the
-// batcher's four entries in flight of 4 MiB each, and as much again queued
-// behind them (docs/performance.md, ## FUSE mount).
+// defaultWritebackBytes bounds the data one mount holds uncommitted: eight
+// engine entries of 4 MiB, the one committing and seven queued behind it
+// (docs/performance.md, ## FUSE mount).
 const defaultWritebackBytes = 32 << 20
 
 type span struct{ off, end uint64 }

@@ -45,9 +45,10 @@ const (
 )
 
 // seqSum is the CRC-32C of a file's first size bytes, all written in order,
-// and the writes that reached the file ahead of them: a single writer's
-// calls are proposed concurrently (the mount's write-behind keeps four in
-// flight), so a stream's entries can commit a few writes out of order.
+// and the writes that reached the file ahead of them: a batch holds
+// concurrent writes in the order they reached the mount, and a mount may
+// keep several calls in flight (fuse.BatchOptions.InFlight), so a stream's
+// entries can commit a few writes out of order.
 // Such a write waits in pending, with its own checksum, until the bytes
 // before it are written and it is folded in (crc32Combine).
 type seqSum struct {
