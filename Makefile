@@ -59,7 +59,7 @@ manifests-check: generate manifests ## fail when generated files are stale
 	  echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; fi
 
 .PHONY: kustomize-check
-kustomize-check: $(KUSTOMIZE) ## every kustomization builds; the overlays install the storage half with exactly the role files' RBAC, on a real API server
+kustomize-check: $(KUSTOMIZE) ## every kustomization builds; the overlays install the storage half with exactly the role files' RBAC, and each ServiceAccount may do only its half, on a real API server
 	@for k in $$(find config -name kustomization.yaml -printf '%h\n' | sort); do \
 	  $(KUSTOMIZE) build $$k >/dev/null || { echo "kustomize build $$k failed"; exit 1; }; done
 	cd hack/tools && KUBEBUILDER_ASSETS=$(ASSETS) GOWORK=off go test -count=1 -run '^TestKustomize' ./chartcheck/ -args -kustomize=$(KUSTOMIZE) -repo=$(CURDIR)

@@ -1,60 +1,68 @@
 package main
 
 import (
+	"slices"
 	"testing"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	storagev1alpha1 "github.com/cellfleet/cellfleet/api/storage/v1alpha1"
 )
 
-// Each type is watched only where a Role grants it: fleet types in the
-// fleet namespaces, VolumeReplicas in the storage namespace, the kinds both
-// controllers use in both. A watch outside its Role never syncs.
-func TestCacheWatchesEachTypeWhereItsRoleIsBound(t *testing.T) {
-	o, err := parseFlags([]string{"--fleet-namespaces=celld", "--storage-namespace=st"})
-	if err != nil {
-		t.Fatal(err)
+// Each half watches only where its own Roles are bound: the fleet operator
+// the fleet namespaces, the storage controllers the storage namespace (and,
+// of its Leases, only the replica hosts'). A watch outside its Role never
+// syncs, and a watch of the other half's namespace would need the other
+// half's grants.
+func TestCacheOfEachHalfWatchesOnlyItsOwnNamespaces(t *testing.T) {
+	fleet := parse(t, "--controllers=fleet", "--fleet-namespaces=celld,b", "--storage-namespace=st")
+	c := cacheOptions(fleet)
+	if got := keysOf(c.DefaultNamespaces); !slices.Equal(got, []string{"b", "celld"}) {
+		t.Errorf("the fleet half watches namespaces %v, want exactly the fleet namespaces [b celld]", got)
 	}
-	c := cacheOptions(o)
-	if _, ok := c.DefaultNamespaces["st"]; ok || len(c.DefaultNamespaces) != 1 {
-		t.Errorf("default namespaces %v, want the fleet namespace only (the fleet Role is bound nowhere else)", keysOf(c.DefaultNamespaces))
+	if len(c.ByObject) != 0 {
+		t.Errorf("the fleet half must watch no type outside the fleet namespaces; it has per-type caches %v", c.ByObject)
 	}
-	want := map[string][]string{"VolumeReplica": {"st"}, "Lease": {"st"}, "Pod": {"celld", "st"}, "PersistentVolumeClaim": {"celld", "st"}, "Service": {"celld", "st"}}
+
+	storage := parse(t, "--controllers=storage", "--storage-namespace=st")
+	c = cacheOptions(storage)
+	if got := keysOf(c.DefaultNamespaces); !slices.Equal(got, []string{"st"}) {
+		t.Errorf("the storage half watches namespaces %v, want exactly the storage namespace [st]", got)
+	}
+	if len(c.ByObject) != 1 {
+		t.Errorf("the storage half must restrict only its Leases; it has per-type caches %v", c.ByObject)
+	}
 	for obj, by := range c.ByObject {
-		var kind string
-		switch obj.(type) {
-		case *storagev1alpha1.VolumeReplica:
-			kind = "VolumeReplica"
-		case *coordinationv1.Lease:
-			kind = "Lease"
-			if by.Label == nil || !by.Label.Matches(labels.Set{storagev1alpha1.LabelNode: "n"}) || by.Label.Matches(labels.Set{}) {
-				t.Errorf("Leases cached by %v, want only the replica hosts' (labelled %s)", by.Label, storagev1alpha1.LabelNode)
-			}
-		case *corev1.Pod:
-			kind = "Pod"
-		case *corev1.PersistentVolumeClaim:
-			kind = "PersistentVolumeClaim"
-		case *corev1.Service:
-			kind = "Service"
+		if _, ok := obj.(*coordinationv1.Lease); !ok {
+			t.Errorf("unexpected per-type cache for %T", obj)
+			continue
 		}
-		got := keysOf(by.Namespaces)
-		if len(got) != len(want[kind]) {
-			t.Errorf("%s watched in %v, want %v", kind, got, want[kind])
+		if got := keysOf(by.Namespaces); !slices.Equal(got, []string{"st"}) {
+			t.Errorf("Leases watched in %v, want the storage namespace only", got)
 		}
-		for _, ns := range want[kind] {
-			if _, ok := by.Namespaces[ns]; !ok {
-				t.Errorf("%s not watched in %s", kind, ns)
-			}
+		if by.Label == nil || !by.Label.Matches(labels.Set{storagev1alpha1.LabelNode: "n"}) || by.Label.Matches(labels.Set{}) {
+			t.Errorf("Leases cached by %v, want only the replica hosts' (labelled %s)", by.Label, storagev1alpha1.LabelNode)
 		}
-		delete(want, kind)
 	}
-	if len(want) > 0 {
-		t.Errorf("no cache restriction for %v", want)
+}
+
+// Each half elects its own leader: two Leases, so the fleet operator and the
+// storage controllers never wait for each other.
+func TestEachHalfTakesItsOwnLeaderElectionLease(t *testing.T) {
+	if controllersFleet.leaderElectionID() == controllersStorage.leaderElectionID() {
+		t.Fatalf("both halves elect through Lease %q; each needs its own", controllersFleet.leaderElectionID())
 	}
+}
+
+func parse(t *testing.T, args ...string) options {
+	t.Helper()
+	o, err := parseFlags(args)
+	if err != nil {
+		t.Fatalf("parseFlags(%q): %v", args, err)
+	}
+	return o
 }
 
 func keysOf(m map[string]cache.Config) []string {
@@ -62,5 +70,6 @@ func keysOf(m map[string]cache.Config) []string {
 	for k := range m {
 		out = append(out, k)
 	}
+	slices.Sort(out)
 	return out
 }

@@ -18,9 +18,20 @@ import (
 // -ldflags "-X main.version=...".
 var version = "dev"
 
-// setupControllers registers every controller with the manager. Each
-// controller package owns its own wiring; this only passes the options.
+// setupControllers registers the controllers of the half this process runs
+// (--controllers). Each controller package owns its own wiring; this only
+// passes the options.
 func setupControllers(mgr ctrl.Manager, opts options) error {
+	if opts.controllers == controllersStorage {
+		if err := setupVolumeController(mgr, opts); err != nil {
+			return err
+		}
+		return setupCSIController(mgr, opts)
+	}
+	return setupFleetOperator(mgr, opts)
+}
+
+func setupFleetOperator(mgr ctrl.Manager, opts options) error {
 	metrics, err := fleet.NewMetrics(crmetrics.Registry)
 	if err != nil {
 		return fmt.Errorf("register fleet metrics: %w", err)
@@ -38,10 +49,7 @@ func setupControllers(mgr ctrl.Manager, opts options) error {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up fleet operator: %w", err)
 	}
-	if err := setupVolumeController(mgr, opts); err != nil {
-		return err
-	}
-	return setupCSIController(mgr, opts)
+	return nil
 }
 
 func setupVolumeController(mgr ctrl.Manager, opts options) error {

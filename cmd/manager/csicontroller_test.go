@@ -25,7 +25,8 @@ import (
 
 // TestManagerServesTheCSIControllerOnItsSocket runs the real manager
 // binary (this test binary re-executed as main) against a real API server
-// with --csi-controller-socket, and talks to it as csi-provisioner does.
+// with --controllers=storage --csi-controller-socket, and talks to it as
+// csi-provisioner does.
 func TestManagerServesTheCSIControllerOnItsSocket(t *testing.T) {
 	env, err := testenv.Start()
 	if err != nil {
@@ -39,7 +40,7 @@ func TestManagerServesTheCSIControllerOnItsSocket(t *testing.T) {
 
 	// That test's child branch runs main with CELLFLEET_MANAGER_ARGS.
 	cmd := exec.Command(os.Args[0], "-test.run=^TestProcessExitsWhenReplacementDelayTooShort$")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "CELLFLEET_MANAGER_ARGS=--csi-controller-socket=unix://"+socket+
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "CELLFLEET_MANAGER_ARGS=--controllers=storage --csi-controller-socket=unix://"+socket+
 		" --metrics-bind-address=0 --health-probe-bind-address=0")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,9 @@ import (
 )
 
 type options struct {
+	// controllers is the half of the manager this process runs.
+	controllers controllerSet
+
 	metricsAddr             string
 	metricsSecure           bool
 	metricsCertDir          string
@@ -43,9 +47,57 @@ type options struct {
 // replicaRuntimeShared is the only --replica-runtime this release accepts.
 const replicaRuntimeShared = "shared"
 
+// controllerSet is the half of the manager one process runs (--controllers):
+// the fleet operator, or the storage controllers (the volume controller and
+// the replicated driver's CSI controller). Each half is its own Deployment
+// with its own ServiceAccount and its own leader-election Lease, so the
+// identity that operates fleets holds none of the storage half's grants
+// (docs/decisions/0012-two-deployments.md).
+type controllerSet string
+
+const (
+	controllersFleet   controllerSet = "fleet"
+	controllersStorage controllerSet = "storage"
+)
+
+// leaderElectionID is the half's Lease in the manager's namespace. The fleet
+// half keeps the Lease of the single manager of earlier releases; the
+// storage half has its own.
+func (c controllerSet) leaderElectionID() string {
+	if c == controllersStorage {
+		return "storage-controller.cellfleet.eric.dev"
+	}
+	return "manager.cellfleet.eric.dev"
+}
+
+// flagHalves names the flags only one half reads. Passing one to the other
+// half is refused: a manifest that still passes, say, --csi-controller-socket
+// to the fleet operator would otherwise start with no CSI controller at all.
+var flagHalves = map[string]controllerSet{
+	"member-replacement-delay":    controllersFleet,
+	"fleet-namespaces":            controllersFleet,
+	"replica-runtime":             controllersStorage,
+	"replica-replacement-delay":   controllersStorage,
+	"replica-rebuild-timeout":     controllersStorage,
+	"max-concurrent-replacements": controllersStorage,
+	"orphan-volume-grace":         controllersStorage,
+	"manager-namespace":           controllersStorage,
+	"csi-controller-socket":       controllersStorage,
+}
+
 func parseFlags(args []string) (options, error) {
-	var o options
+	o := options{controllers: controllersFleet}
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	fs.Func("controllers", "the half of the manager to run: fleet (the CelldFleet operator) or storage (the volume controller "+
+		"and the replicated driver's CSI controller, beside the csi-provisioner and csi-resizer sidecars); each half is its "+
+		"own Deployment and ServiceAccount (docs/install.md) (default fleet)", func(v string) error {
+		switch c := controllerSet(v); c {
+		case controllersFleet, controllersStorage:
+			o.controllers = c
+			return nil
+		}
+		return fmt.Errorf("%q is neither %q nor %q", v, controllersFleet, controllersStorage)
+	})
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443",
 		"address the Prometheus metrics endpoint binds to (:8443 for HTTPS, :8080 with --metrics-secure=false, 0 disables it)")
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", true,
@@ -86,13 +138,14 @@ func parseFlags(args []string) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	if err := checkFlagHalves(fs, o.controllers); err != nil {
+		return o, err
+	}
 	if o.fleetNamespaces, err = parseNamespaces(*fleetNS); err != nil {
 		return o, err
 	}
-	if o.memberReplacementDelay < fleet.MinMemberReplacementDelay {
-		return o, fmt.Errorf("--member-replacement-delay=%s is below the minimum of %s: "+
-			"a shorter delay would replace members that can still come back on their own disks",
-			o.memberReplacementDelay, fleet.MinMemberReplacementDelay)
+	if o.controllers == controllersFleet {
+		return o, validateFleetFlags(o)
 	}
 	if o.csiControllerSocket != "" {
 		if o.csiControllerSocket, err = server.ParseEndpoint(o.csiControllerSocket); err != nil {
@@ -102,7 +155,41 @@ func parseFlags(args []string) (options, error) {
 	return o, validateVolumeFlags(o)
 }
 
-// validateVolumeFlags checks the volume controller's flags at start.
+// checkFlagHalves refuses a flag set on the command line that only the other
+// half reads.
+func checkFlagHalves(fs *flag.FlagSet, running controllerSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if half, ok := flagHalves[f.Name]; ok && half != running && err == nil {
+			err = fmt.Errorf("--%s is a flag of --controllers=%s, and this manager runs --controllers=%s: "+
+				"each half is its own Deployment (docs/install.md, \"Two Deployments\")", f.Name, half, running)
+		}
+	})
+	return err
+}
+
+// validateFleetFlags checks the fleet operator's flags at start.
+func validateFleetFlags(o options) error {
+	if o.memberReplacementDelay < fleet.MinMemberReplacementDelay {
+		return fmt.Errorf("--member-replacement-delay=%s is below the minimum of %s: "+
+			"a shorter delay would replace members that can still come back on their own disks",
+			o.memberReplacementDelay, fleet.MinMemberReplacementDelay)
+	}
+	if errs := validation.IsDNS1123Label(o.storageNamespace); len(errs) > 0 {
+		return fmt.Errorf("--storage-namespace: %q is not a namespace name: %s", o.storageNamespace, strings.Join(errs, "; "))
+	}
+	if slices.Contains(o.fleetNamespaces, o.storageNamespace) {
+		// The fleet Role deletes Pods and claims in each fleet namespace: in
+		// the storage namespace those are the NODE Pods and the replicas'
+		// backing claims (docs/install.md, "Two Deployments").
+		return fmt.Errorf("--fleet-namespaces includes %q, the storage namespace (--storage-namespace): the fleet Role "+
+			"would let the fleet operator delete the NODE Pods and the replicated volumes' backing claims there; "+
+			"operate fleets in another namespace", o.storageNamespace)
+	}
+	return nil
+}
+
+// validateVolumeFlags checks the storage half's flags at start.
 func validateVolumeFlags(o options) error {
 	if o.replicaRuntime != replicaRuntimeShared {
 		// "pod" is a legacy runtime for volumes made by release 4.0.1; no

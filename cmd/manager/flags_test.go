@@ -82,9 +82,9 @@ func TestCSIControllerSocketFlag(t *testing.T) {
 		{arg: "--storage-namespace=Storage", wantErr: "--storage-namespace"},
 	}
 	for _, tc := range cases {
-		var args []string
+		args := []string{"--controllers=storage"}
 		if tc.arg != "" {
-			args = []string{tc.arg}
+			args = append(args, tc.arg)
 		}
 		o, err := parseFlags(args)
 		if tc.wantErr != "" {
@@ -154,6 +154,56 @@ func TestVolumeControllerFlags(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--controllers=storage"}, tc.args...)
+			o, err := parseFlags(args)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("parseFlags(%q) error = %v, want one containing %q", args, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseFlags(%q): %v", args, err)
+			}
+			if tc.check != nil {
+				if msg := tc.check(o); msg != "" {
+					t.Fatal(msg)
+				}
+			}
+		})
+	}
+}
+
+// --controllers selects one half; the fleet operator is the default. A flag
+// only the other half reads is refused, so a manifest that still passes the
+// CSI controller's socket to the fleet operator fails at start instead of
+// running without a CSI controller.
+func TestControllersFlagSelectsOneHalfAndRefusesTheOtherHalfsFlags(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		want    controllerSet
+		wantErr string
+	}{
+		{name: "the fleet operator by default", want: controllersFleet},
+		{name: "fleet", args: []string{"--controllers=fleet", "--member-replacement-delay=5m"}, want: controllersFleet},
+		{name: "storage", args: []string{"--controllers=storage", "--csi-controller-socket=/csi/csi.sock"}, want: controllersStorage},
+		{name: "both at once refused", args: []string{"--controllers=fleet,storage"}, wantErr: `"fleet,storage" is neither "fleet" nor "storage"`},
+		{name: "an unknown half refused", args: []string{"--controllers=volume"}, wantErr: `"volume" is neither`},
+		{name: "the CSI socket refused by the fleet half", args: []string{"--csi-controller-socket=/csi/csi.sock"},
+			wantErr: "--csi-controller-socket is a flag of --controllers=storage, and this manager runs --controllers=fleet"},
+		{name: "a replica flag refused by the fleet half", args: []string{"--controllers=fleet", "--replica-replacement-delay=1m"},
+			wantErr: "--replica-replacement-delay is a flag of --controllers=storage"},
+		{name: "the CA namespace refused by the fleet half", args: []string{"--manager-namespace=cellfleet-system"},
+			wantErr: "--manager-namespace is a flag of --controllers=storage"},
+		{name: "the member delay refused by the storage half", args: []string{"--controllers=storage", "--member-replacement-delay=1m"},
+			wantErr: "--member-replacement-delay is a flag of --controllers=fleet, and this manager runs --controllers=storage"},
+		{name: "fleet namespaces refused by the storage half", args: []string{"--controllers=storage", "--fleet-namespaces=celld"},
+			wantErr: "--fleet-namespaces is a flag of --controllers=fleet"},
+		{name: "the storage namespace read by both", args: []string{"--controllers=fleet", "--storage-namespace=st"}, want: controllersFleet},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
 			o, err := parseFlags(tc.args)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -161,13 +211,40 @@ func TestVolumeControllerFlags(t *testing.T) {
 				}
 				return
 			}
-			if err != nil {
-				t.Fatalf("parseFlags(%q): %v", tc.args, err)
+			if err != nil || o.controllers != tc.want {
+				t.Fatalf("parseFlags(%q) = %q, %v; want %q", tc.args, o.controllers, err, tc.want)
 			}
-			if tc.check != nil {
-				if msg := tc.check(o); msg != "" {
-					t.Fatal(msg)
+		})
+	}
+}
+
+// The fleet Role lets the operator delete Pods and claims in every fleet
+// namespace; in the storage namespace those are the NODE Pods and the
+// replicas' backing claims, so the fleet operator refuses to operate there.
+func TestFleetNamespacesThatIncludeTheStorageNamespaceAreRefused(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "the default storage namespace", args: []string{"--fleet-namespaces=celld,cellfleet-storage"},
+			wantErr: `--fleet-namespaces includes "cellfleet-storage", the storage namespace (--storage-namespace)`},
+		{name: "another storage namespace", args: []string{"--fleet-namespaces=st", "--storage-namespace=st"},
+			wantErr: `--fleet-namespaces includes "st"`},
+		{name: "a fleet namespace beside the storage namespace", args: []string{"--fleet-namespaces=celld,b", "--storage-namespace=st"}},
+		{name: "cellfleet-storage as a fleet namespace while storage lives elsewhere", args: []string{"--fleet-namespaces=cellfleet-storage", "--storage-namespace=st"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseFlags(append([]string{"--controllers=fleet"}, tc.args...))
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("parseFlags(%q): %v", tc.args, err)
 				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "backing claims") {
+				t.Fatalf("parseFlags(%q) error = %v, want one containing %q and saying why", tc.args, err, tc.wantErr)
 			}
 		})
 	}

@@ -1,6 +1,10 @@
-// Command manager runs cellfleet's controllers: the CelldFleet operator and
-// the ReplicatedVolume controller. It owns no state of its own; everything it decides is read
-// from, and written to, the Kubernetes API.
+// Command manager runs cellfleet's controllers, one half per process
+// (--controllers): the CelldFleet operator (fleet), or the ReplicatedVolume
+// controller and the replicated driver's CSI controller (storage). Each half
+// is its own Deployment with its own ServiceAccount and leader-election
+// Lease (docs/decisions/0012-two-deployments.md). It owns no state of its
+// own; everything it decides is read from, and written to, the Kubernetes
+// API.
 package main
 
 import (
@@ -12,7 +16,6 @@ import (
 
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,7 +29,7 @@ import (
 
 // Leader election happens in the manager's own namespace ("system" before
 // kustomize's namespace transform), so its permissions are a Role there, not
-// part of any ClusterRole.
+// part of any ClusterRole. Both halves' ServiceAccounts are bound to it.
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=system,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="";events.k8s.io,namespace=system,resources=events,verbs=create;patch
 
@@ -56,7 +59,7 @@ func run(args []string) error {
 		Metrics:                 metricsOptions(opts),
 		HealthProbeBindAddress:  opts.probeAddr,
 		LeaderElection:          opts.leaderElect,
-		LeaderElectionID:        "manager.cellfleet.eric.dev",
+		LeaderElectionID:        opts.controllers.leaderElectionID(),
 		LeaderElectionNamespace: opts.leaderElectionNamespace,
 	})
 	if err != nil {
@@ -71,12 +74,7 @@ func run(args []string) error {
 	if err := setupControllers(mgr, opts); err != nil {
 		return err
 	}
-	slog.Info("starting manager", "memberReplacementDelay", opts.memberReplacementDelay.String(),
-		"fleetNamespaces", opts.fleetNamespaces,
-		"storageNamespace", opts.storageNamespace, "replicaRuntime", opts.replicaRuntime,
-		"replicaReplacementDelay", opts.replicaReplacementDelay.String(),
-		"replicaRebuildTimeout", opts.replicaRebuildTimeout.String(), "maxConcurrentReplacements", opts.maxReplacements, "orphanVolumeGrace", opts.orphanVolumeGrace.String(),
-		"leaderElect", opts.leaderElect)
+	logStart(opts)
 	ctx := ctrl.SetupSignalHandler()
 	if err := mgr.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("run manager: %w", err)
@@ -84,33 +82,42 @@ func run(args []string) error {
 	return nil
 }
 
-// cacheOptions restricts the informers of namespaced objects to where the
-// manager's Roles are bound: the fleet Role only in the fleet namespaces, the
-// volume Role only in the storage namespace. A cluster-wide watch, or a
-// watch of a type in a namespace whose Role does not grant it, would be
-// refused and the cache would never sync. So the default is the fleet
-// namespaces (every fleet type), VolumeReplicas are watched in the storage
-// namespace only, and the kinds both controllers watch (Pods, claims,
-// Services) in both. Of the Leases, only the replica hosts' heartbeats (in
-// the storage namespace, labelled with their node) are cached; the leader
-// election's Lease is read by its own client. Secrets are never cached: the
-// volume controller reads them one by one through the API reader.
-func cacheOptions(opts options) cache.Options {
-	fleet := map[string]cache.Config{}
-	both := map[string]cache.Config{opts.storageNamespace: {}}
-	for _, n := range opts.fleetNamespaces {
-		fleet[n] = cache.Config{}
-		both[n] = cache.Config{}
+func logStart(opts options) {
+	if opts.controllers == controllersFleet {
+		slog.Info("starting manager", "controllers", opts.controllers, "memberReplacementDelay", opts.memberReplacementDelay.String(),
+			"fleetNamespaces", opts.fleetNamespaces, "leaderElect", opts.leaderElect)
+		return
 	}
+	slog.Info("starting manager", "controllers", opts.controllers, "storageNamespace", opts.storageNamespace,
+		"managerNamespace", opts.managerNamespace, "replicaRuntime", opts.replicaRuntime,
+		"replicaReplacementDelay", opts.replicaReplacementDelay.String(), "replicaRebuildTimeout", opts.replicaRebuildTimeout.String(),
+		"maxConcurrentReplacements", opts.maxReplacements, "orphanVolumeGrace", opts.orphanVolumeGrace.String(),
+		"csiControllerSocket", opts.csiControllerSocket, "leaderElect", opts.leaderElect)
+}
+
+// cacheOptions restricts the informers of namespaced objects to where the
+// half's Roles are bound. A cluster-wide watch, or a watch of a type in a
+// namespace whose Role does not grant it, would be refused and the cache
+// would never sync. The fleet half watches only the fleet namespaces, where
+// the fleet Role is bound. The storage half watches only the storage
+// namespace, where the volume Role is bound; of its Leases only the replica
+// hosts' heartbeats (labelled with their node) are cached. Either half's
+// leader-election Lease is read by its own client, and Secrets are never
+// cached: the volume controller reads them one by one through the API
+// reader.
+func cacheOptions(opts options) cache.Options {
+	if opts.controllers == controllersFleet {
+		fleet := map[string]cache.Config{}
+		for _, n := range opts.fleetNamespaces {
+			fleet[n] = cache.Config{}
+		}
+		return cache.Options{DefaultNamespaces: fleet}
+	}
+	storage := map[string]cache.Config{opts.storageNamespace: {}}
 	return cache.Options{
-		DefaultNamespaces: fleet,
+		DefaultNamespaces: storage,
 		ByObject: map[client.Object]cache.ByObject{
-			&storagev1alpha1.VolumeReplica{}: {Namespaces: map[string]cache.Config{opts.storageNamespace: {}}},
-			&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{opts.storageNamespace: {}},
-				Label: hostLeases},
-			&corev1.Pod{}:                   {Namespaces: both},
-			&corev1.PersistentVolumeClaim{}: {Namespaces: both},
-			&corev1.Service{}:               {Namespaces: both},
+			&coordinationv1.Lease{}: {Namespaces: storage, Label: hostLeases},
 		},
 	}
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# e2e.sh: `make e2e`. Builds the images, brings the local cluster up, deploys the manager from
-# config/overlays/local, runs the qualification suites of test/e2e under write load, writes the
+# e2e.sh: `make e2e`. Builds the images, brings the local cluster up, deploys the manager's two
+# Deployments (the fleet manager and the storage controller) from config/overlays/local, runs the qualification suites of test/e2e under write load, writes the
 # summary (docs/qualification.md unless E2E_SUMMARY says otherwise) and prints it, and tears the
 # cluster down, also when a step or a scenario fails. Exits non-zero when any scenario fails.
 #
@@ -15,7 +15,7 @@
 #                      its registry; docs/local-cluster.md, "Another cluster"), the summary goes
 #                      to bin/e2e-existing/summary.md, and the suites that need the local
 #                      cluster's own powers skip, saying which. E2E_MANAGER= (empty) skips
-#                      deploying the manager (one is already running); E2E_KUBECTL, E2E_AUDIT_LOG
+#                      deploying the manager (both Deployments already run); E2E_KUBECTL, E2E_AUDIT_LOG
 #                      and E2E_CELLDSIM_IMAGE_1/_2 are read by the suites (test/e2e).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -15,8 +15,8 @@
 #   hack/cluster/images.sh pause celldsim   # only these
 #   hack/cluster/images.sh csi-provisioner csi-resizer   # the sidecars (make sidecar-images)
 #
-# The sidecars are in the default set because the manager Pod of config/overlays/local runs them
-# (its Deployment is not available without them); cold they cost ~17 minutes of CPU for both
+# The sidecars are in the default set because the storage controller Pod of config/overlays/local
+# runs them (its Deployment is not available without them); cold they cost ~17 minutes of CPU for both
 # architectures, cached in bin/sidecars afterwards.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)

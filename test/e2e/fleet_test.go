@@ -31,8 +31,12 @@ const (
 	fleetNamespace = "celld"
 	replicas       = 3
 	storageClass   = "standard" // cluster-up.sh's local-PV class (WaitForFirstConsumer)
-	// operatorUser is the manager's ServiceAccount in config/overlays/local.
+	// operatorUser is the fleet manager's ServiceAccount in
+	// config/overlays/local.
 	operatorUser = "system:serviceaccount:cellfleet-system:cellfleet-manager"
+	// storageControllerUser is the storage controller's ServiceAccount
+	// there: the volume controller, the CSI controller and its sidecars.
+	storageControllerUser = "system:serviceaccount:cellfleet-system:cellfleet-storage-controller"
 )
 
 var zones = []string{"zone-a", "zone-b", "zone-c"}

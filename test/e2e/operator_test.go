@@ -1,9 +1,11 @@
 package e2e
 
-// The operator under qualification: the manager Deployment of
-// config/overlays/local, running in the cluster from the image `make images`
-// built, with --member-replacement-delay=1m so the replacement scenarios fit
-// in a suite.
+// The controllers under qualification: the two Deployments of
+// config/overlays/local (docs/install.md, "Two Deployments"), running in the
+// cluster from the image `make images` built: the fleet manager
+// (--controllers=fleet, --member-replacement-delay=1m so the replacement
+// scenarios fit in a suite) and the storage controller (--controllers=storage
+// with the CSI sidecars, --replica-replacement-delay=1m).
 
 import (
 	"context"
@@ -21,13 +23,20 @@ import (
 	"github.com/cellfleet/cellfleet/test/e2e/cluster"
 )
 
+// The two Deployments in managerNamespace, and the value of their Pods'
+// app.kubernetes.io/component label.
 const (
-	managerNamespace  = "cellfleet-system"
-	managerDeployment = "cellfleet-manager"
+	managerNamespace            = "cellfleet-system"
+	managerDeployment           = "cellfleet-manager"
+	storageControllerDeployment = "cellfleet-storage-controller"
+
+	managerComponent           = "manager"
+	storageControllerComponent = "storage-controller"
 )
 
-// deployManager applies the rendered manager manifest (when given) and waits
-// until the manager Deployment is available.
+// deployManager applies the rendered manifest (when given) and waits until
+// both Deployments, the fleet manager and the storage controller, are
+// available.
 func deployManager(ctx context.Context, c *cluster.Cluster, manifest string) error {
 	if manifest != "" {
 		if _, err := c.Kubectl(ctx, "apply", "--server-side", "--force-conflicts", "-f", manifest); err != nil {
@@ -35,41 +44,64 @@ func deployManager(ctx context.Context, c *cluster.Cluster, manifest string) err
 		}
 	}
 	deadline := time.Now().Add(3 * time.Minute)
+	for _, name := range []string{managerDeployment, storageControllerDeployment} {
+		if err := waitDeploymentAvailable(ctx, c, name, deadline); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitDeploymentAvailable waits until the Deployment of managerNamespace has
+// rolled out and has an available replica.
+func waitDeploymentAvailable(ctx context.Context, c *cluster.Cluster, name string, deadline time.Time) error {
 	for {
 		d := &appsv1.Deployment{}
-		err := c.Client.Get(ctx, client.ObjectKey{Namespace: managerNamespace, Name: managerDeployment}, d)
+		err := c.Client.Get(ctx, client.ObjectKey{Namespace: managerNamespace, Name: name}, d)
 		if err == nil && d.Status.ObservedGeneration >= d.Generation && d.Status.AvailableReplicas >= 1 &&
 			d.Status.UpdatedReplicas == d.Status.Replicas {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("manager Deployment %s/%s not available within 3m (err %v, status %+v)",
-				managerNamespace, managerDeployment, err, d.Status)
+			return fmt.Errorf("Deployment %s/%s not available within 3m (err %v, status %+v)", managerNamespace, name, err, d.Status)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 }
 
-// managerPod is the running manager Pod.
+// managerPod is the running fleet manager Pod.
 func managerPod(ctx context.Context, t *testing.T) *corev1.Pod {
+	t.Helper()
+	return componentPod(ctx, t, managerComponent)
+}
+
+// storageControllerPod is the running storage controller Pod.
+func storageControllerPod(ctx context.Context, t *testing.T) *corev1.Pod {
+	t.Helper()
+	return componentPod(ctx, t, storageControllerComponent)
+}
+
+// componentPod is a running Pod of managerNamespace with the component label.
+func componentPod(ctx context.Context, t *testing.T, component string) *corev1.Pod {
 	t.Helper()
 	var pods corev1.PodList
 	if err := env.Client.List(ctx, &pods, client.InNamespace(managerNamespace),
-		client.MatchingLabels{"app.kubernetes.io/component": "manager"}); err != nil {
-		t.Fatalf("list manager Pods: %v", err)
+		client.MatchingLabels{"app.kubernetes.io/component": component}); err != nil {
+		t.Fatalf("list %s Pods: %v", component, err)
 	}
 	for i := range pods.Items {
 		if pods.Items[i].DeletionTimestamp == nil {
 			return &pods.Items[i]
 		}
 	}
-	t.Fatal("no manager Pod runs")
+	t.Fatalf("no %s Pod runs", component)
 	return nil
 }
 
-// The containers whose restarts the scenarios count: the manager's (its Pod
-// also runs the CSI sidecars) and a member's (internal/controller/fleet
-// renders it as "celld").
+// The containers whose restarts the scenarios count: the manager binary's in
+// either Deployment (the storage controller's Pod also runs the CSI
+// sidecars) and a member's (internal/controller/fleet renders it as
+// "celld").
 const (
 	managerContainer = "manager"
 	memberContainer  = "celld"
@@ -86,14 +118,26 @@ func restartCount(p *corev1.Pod, container string) int32 {
 	return 0
 }
 
-// killOperator kill -9s the manager process (no graceful hand-off of its
-// lease or its work) and waits until its container is back and Ready.
+// killOperator kill -9s the fleet manager's process (no graceful hand-off
+// of its lease or its work) and waits until its container is back and Ready.
 func killOperator(ctx context.Context, t *testing.T) {
 	t.Helper()
-	p := managerPod(ctx, t)
+	killManagerProcess(ctx, t, managerPod(ctx, t), "the operator")
+}
+
+// killStorageController kill -9s the storage controller's manager process
+// (the volume controller and the CSI controller; its sidecars keep running)
+// and waits until its container is back and Ready.
+func killStorageController(ctx context.Context, t *testing.T) {
+	t.Helper()
+	killManagerProcess(ctx, t, storageControllerPod(ctx, t), "the storage controller")
+}
+
+func killManagerProcess(ctx context.Context, t *testing.T, p *corev1.Pod, what string) {
+	t.Helper()
 	before := restartCount(p, managerContainer)
-	if err := cluster.KillContainerProcess(p.UID, "manager"); err != nil {
-		t.Fatalf("kill -9 the operator: %v", err)
+	if err := cluster.KillContainerProcess(p.UID, managerContainer); err != nil {
+		t.Fatalf("kill -9 %s: %v", what, err)
 	}
 	waitFor(ctx, t, 2*time.Minute, func() bool {
 		q := &corev1.Pod{}
@@ -101,7 +145,7 @@ func killOperator(ctx context.Context, t *testing.T) {
 			return false
 		}
 		return restartCount(q, managerContainer) > before && podReady(q)
-	}, func() string { return "the operator's container restarts after kill -9 and turns Ready" })
+	}, func() string { return what + "'s manager container restarts after kill -9 and turns Ready" })
 }
 
 // writeSummary renders docs/qualification.md's table from the scenarios run.

@@ -33,8 +33,9 @@ func TestStorageVolumeDeletionLeavesNothing(t *testing.T) {
 		s.compareDigests()
 		s.verify(s.pod)
 		s.skipEnd = true
-		// The manager removes the volume's claims and Services; the PV is
-		// removed by the csi-provisioner sidecar, the manager's identity too.
+		// The storage controller removes the volume's claims and Services;
+		// the PV is removed by the csi-provisioner sidecar, the storage
+		// controller's identity too.
 		s.allow("persistentvolumeclaims/*", "services/*", "endpointslices/*", "secrets/*", "volumereplicas/*",
 			"replicatedvolumes/"+s.volume, "persistentvolumes/"+s.volume)
 		s.expect("persistentvolumeclaims/*", "services/*")

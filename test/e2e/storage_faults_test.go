@@ -129,7 +129,7 @@ func TestStorageNodePodDeletionShowsErrorsNotWrongData(t *testing.T) {
 
 // The consumer Pod moved to another node as a drain moves it (the node
 // cordoned, the Pod evicted through the Eviction API; only the writer is
-// evicted, so the manager's Pod never moves with it): the volume is staged
+// evicted, so the controllers' Pods never move with it): the volume is staged
 // on the new node, whose writable mount opens a newer fencing epoch through
 // Raft, so the engine refuses the old mount from then on (the CSIDriver has
 // attachRequired: false: nothing else fences it). A descriptor held open on

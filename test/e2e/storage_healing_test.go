@@ -5,11 +5,11 @@ package e2e
 // (kubelet and replica-host stopped past --replica-replacement-delay, 1m in
 // config/overlays/local) or with its backing PersistentVolume is replaced by
 // a new replica on the spare, fourth node while the volume keeps serving on
-// the other two; the manager killed mid-provision and mid-replacement
-// converges without duplicates. Each runs runVolumeScenario: a fresh volume
-// under continuous writes, every acknowledged operation read back, replica
-// digests compared, and the manager's deletions limited to the lost replica's
-// VolumeReplica, backing claim and Service.
+// the other two; the storage controller killed mid-provision and
+// mid-replacement converges without duplicates. Each runs runVolumeScenario:
+// a fresh volume under continuous writes, every acknowledged operation read
+// back, replica digests compared, and the storage controller's deletions
+// limited to the lost replica's VolumeReplica, backing claim and Service.
 
 import (
 	"fmt"
@@ -53,9 +53,10 @@ func TestStorageLostNodeReplicaIsReplacedOnTheSpareNode(t *testing.T) {
 	requirePower(t, cluster.PowerDaemons, cluster.PowerHostProcesses, cluster.PowerHostDisks, cluster.PowerAuditLog)
 	runVolumeScenario(t, "storage: replica node lost (kubelet and replica-host stopped) past the replacement delay; nothing of it left once the node is back", "q-nodeloss", func(s *volumeScenario) {
 		// Neither the consumer's node (its Pod would be stranded) nor the
-		// manager's (healing_test.go, memberAwayFromTheOperator: its Pod
-		// would be evicted, a failover rather than this fault).
-		victim := s.replicaAwayFrom(s.pod.Spec.NodeName, managerPod(s.ctx, s.t).Spec.NodeName)
+		// storage controller's (healing_test.go, memberAwayFromTheOperator:
+		// its Pod would be evicted, a failover of the volume controller
+		// rather than this fault).
+		victim := s.replicaAwayFrom(s.pod.Spec.NodeName, storageControllerPod(s.ctx, s.t).Spec.NodeName)
 		spare := s.spareNode()
 		node := victim.Spec.Node
 		kubelet := "kubelet-" + strings.TrimPrefix(node, "node-")
@@ -129,7 +130,8 @@ func TestStorageLostBackingVolumeReplicaIsReplaced(t *testing.T) {
 	})
 }
 
-// The manager killed (kill -9 of its container's process) while a claim is
+// The storage controller's manager killed (kill -9 of its container's
+// process; the volume controller and the CSI controller) while a claim is
 // provisioned, once its ReplicatedVolume exists and before the claim is
 // bound, and again while a lost replica's replacement is in progress (the
 // new VolumeReplica allocated, the lost one not yet retired): the claim
@@ -151,7 +153,7 @@ func TestStorageManagerKilledMidProvisionAndMidReplacementConverges(t *testing.T
 				s.t.Fatalf("test setup: claim %s was bound before the manager could be killed mid-provision", claim.Name)
 			}
 			s.t.Logf("killing the manager mid-provision: ReplicatedVolume %s exists, claim %s", volume, now.Status.Phase)
-			killOperator(s.ctx, s.t)
+			killStorageController(s.ctx, s.t)
 		},
 		func(s *volumeScenario) {
 			s.requireNoDuplicates()
@@ -164,7 +166,7 @@ func TestStorageManagerKilledMidProvisionAndMidReplacementConverges(t *testing.T
 				s.t.Fatalf("test setup: %s was retired before the manager could be killed mid-replacement", victim.Name)
 			}
 			s.t.Logf("killing the manager mid-replacement: %s allocated, %s not retired yet", s.replacementOf(victim.Name).Name, victim.Name)
-			killOperator(s.ctx, s.t)
+			killStorageController(s.ctx, s.t)
 			repl := s.waitReplaced(victim, storageSettle)
 			s.res.Replacement = time.Since(lostAt).Round(time.Second)
 			s.t.Logf("replica %s replaced by %s on %s, %v after its PersistentVolume was deleted", victim.Name, repl.Name, repl.Spec.Node, s.res.Replacement)

@@ -360,9 +360,10 @@ func restartsOf(p *corev1.Pod, container string) int32 {
 	return 0
 }
 
-// checkDeletions fails on any deletion by the manager's ServiceAccount
-// during the scenario that it does not allow (from the audit log), and on any
-// it expects that did not happen.
+// checkDeletions fails on any deletion by the storage controller's
+// ServiceAccount during the scenario that it does not allow (from the audit
+// log), and on any it expects that did not happen; and on any deletion by
+// the fleet manager's, which never touches the storage half.
 func (s *volumeScenario) checkDeletions() {
 	s.t.Helper()
 	if !env.Has(cluster.PowerAuditLog) {
@@ -387,8 +388,9 @@ func (s *volumeScenario) checkDeletions() {
 	}
 }
 
-// managerDeletions are the manager's deletions since the scenario started,
-// as "resource/name".
+// managerDeletions are the storage controller's deletions since the scenario
+// started, as "resource/name", and any of the fleet manager's, as
+// "fleet-operator:resource/namespace/name" (no scenario allows one).
 func (s *volumeScenario) managerDeletions() ([]string, error) {
 	all, err := env.Deletions(s.start)
 	if err != nil {
@@ -396,8 +398,11 @@ func (s *volumeScenario) managerDeletions() ([]string, error) {
 	}
 	var out []string
 	for _, d := range all {
-		if d.User == operatorUser {
+		switch d.User {
+		case storageControllerUser:
 			out = append(out, d.Resource+"/"+d.Name)
+		case operatorUser:
+			out = append(out, "fleet-operator:"+d.Resource+"/"+d.Namespace+"/"+d.Name)
 		}
 	}
 	return out, nil
@@ -474,7 +479,8 @@ func (s *volumeScenario) cleanup() {
 		return
 	}
 	// The PersistentVolume goes last: the csi-provisioner sidecar (the
-	// manager's ServiceAccount) deletes it once DeleteVolume returned.
+	// storage controller's ServiceAccount) deletes it once DeleteVolume
+	// returned.
 	for ctx.Err() == nil {
 		rvErr := s.env().Get(ctx, client.ObjectKey{Name: s.volume}, &storagev1alpha1.ReplicatedVolume{})
 		pvErr := s.env().Get(ctx, client.ObjectKey{Name: s.volume}, &corev1.PersistentVolume{})

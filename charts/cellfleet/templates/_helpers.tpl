@@ -17,6 +17,20 @@ says cellfleet, "<release>-cellfleet" otherwise. Cluster-scoped names
 {{- include "cellfleet.fullname" . }}-manager
 {{- end -}}
 
+{{/*
+The storage controller: its Deployment and its ServiceAccount (docs/install.md,
+"Two Deployments").
+*/}}
+{{- define "cellfleet.storageControllerName" -}}
+{{- include "cellfleet.fullname" . }}-storage-controller
+{{- end -}}
+
+{{- define "cellfleet.storageControllerSelectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: storage-controller
+{{- end -}}
+
 {{- define "cellfleet.fleetName" -}}
 {{- include "cellfleet.fullname" . }}-fleet
 {{- end -}}
@@ -83,6 +97,20 @@ the release namespace, which alone holds the volumes' CA keys.
 {{- fail (printf "storageNamespace=%s is the release namespace: the nodes read the storage namespace's Secrets, so the volumes' CA keys would be readable by them" .Values.storageNamespace) -}}
 {{- end -}}
 {{- .Values.storageNamespace -}}
+{{- end -}}
+
+{{/*
+fleetNamespaces as a --fleet-namespaces value. The fleet Role deletes Pods and
+claims in each fleet namespace; in the storage namespace those are the NODE
+Pods and the replicated volumes' backing claims, so a fleet namespace that is
+the storage namespace is refused here, as the manager refuses it at start.
+*/}}
+{{- define "cellfleet.fleetNamespaces" -}}
+{{- $storageNS := include "cellfleet.storageNamespace" . -}}
+{{- if has $storageNS .Values.fleetNamespaces -}}
+{{- fail (printf "fleetNamespaces includes %s, the storage namespace (storageNamespace): the fleet Role would let the fleet operator delete the NODE Pods and the replicated volumes' backing claims there" $storageNS) -}}
+{{- end -}}
+{{- join "," .Values.fleetNamespaces -}}
 {{- end -}}
 
 {{/*

@@ -8,22 +8,46 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 )
 
-// managerContainer renders the chart and returns the manager container's
-// image and its args as flag name → value.
-func managerContainer(t *testing.T, set ...string) (image string, args map[string]string) {
+// managerContainers renders the chart and returns, for each of its two
+// Deployments (the fleet manager and the storage controller, by name), the
+// manager container's image and its args as flag name → value.
+func managerContainers(t *testing.T, set ...string) map[string]managerContainer {
 	t.Helper()
 	deployments := ofKind(render(t, set...), "Deployment")
-	if len(deployments) != 1 || deployments[0].Name != managerName || deployments[0].Namespace != releaseNamespace {
-		t.Fatalf("the chart must render one Deployment %s/%s; got %v", releaseNamespace, managerName, deployments)
+	out := map[string]managerContainer{}
+	for _, o := range deployments {
+		if o.Namespace != releaseNamespace {
+			continue
+		}
+		var d appsv1.Deployment
+		o.decode(t, &d)
+		if d.Spec.Template.Spec.ServiceAccountName != o.Name {
+			t.Errorf("Deployment %s must run as its own ServiceAccount %s, the subject of its bindings; got %q", o.Name, o.Name, d.Spec.Template.Spec.ServiceAccountName)
+		}
+		image, args := managerArgs(t, o.Name, d)
+		out[o.Name] = managerContainer{image, args}
 	}
-	var d appsv1.Deployment
-	deployments[0].decode(t, &d)
-	if d.Spec.Template.Spec.ServiceAccountName != managerName {
-		t.Errorf("the manager must run as ServiceAccount %s, the subject of every binding; got %q", managerName, d.Spec.Template.Spec.ServiceAccountName)
+	if _, ok := out[managerName]; !ok || len(out) != 2 {
+		t.Fatalf("the chart must render two Deployments in %s, %s and %s; got %v", releaseNamespace, managerName, storageControllerName, deployments)
 	}
+	if _, ok := out[storageControllerName]; !ok {
+		t.Fatalf("the chart must render the Deployment %s/%s; got %v", releaseNamespace, storageControllerName, deployments)
+	}
+	return out
+}
+
+// managerContainer is one Deployment's manager container: its image and its
+// args as flag name → value.
+type managerContainer struct {
+	image string
+	args  map[string]string
+}
+
+func managerArgs(t *testing.T, deployment string, d appsv1.Deployment) (image string, args map[string]string) {
+	t.Helper()
 	manager := containerNamed(d.Spec.Template.Spec.Containers, "manager")
 	if manager == nil {
-		t.Fatalf("the manager Pod must have a container named manager; got %v", d.Spec.Template.Spec.Containers)
+		t.Fatalf("the %s Pod must have a container named manager; got %v", deployment, d.Spec.Template.Spec.Containers)
 	}
 	args = map[string]string{}
 	for _, a := range manager.Args {
@@ -56,16 +80,23 @@ func managerFlags(t *testing.T) map[string]bool {
 
 func TestChartPassesTheManagerFlags(t *testing.T) {
 	known := managerFlags(t)
+	// Each case's flags are the fleet manager's unless they belong to the
+	// storage controller (storage).
 	cases := []struct {
-		name string
-		set  []string
-		want map[string]string
+		name    string
+		set     []string
+		want    map[string]string
+		storage map[string]string
 	}{
 		{name: "defaults", want: map[string]string{
-			"--member-replacement-delay": "10m", "--fleet-namespaces": "celld", "--leader-elect": "true", "--log-level": "INFO",
+			"--controllers": "fleet", "--member-replacement-delay": "10m", "--fleet-namespaces": "celld", "--leader-elect": "true",
+			"--log-level": "INFO", "--storage-namespace": storageNamespace,
+		}, storage: map[string]string{
+			"--controllers": "storage", "--leader-elect": "true", "--log-level": "INFO",
 			"--storage-namespace": storageNamespace, "--manager-namespace": releaseNamespace, "--csi-controller-socket": "unix:///csi/csi.sock",
 		}},
-		{name: "another storage namespace", set: []string{"--set", "storageNamespace=st"}, want: map[string]string{"--storage-namespace": "st"}},
+		{name: "another storage namespace", set: []string{"--set", "storageNamespace=st"}, want: map[string]string{"--storage-namespace": "st"},
+			storage: map[string]string{"--storage-namespace": "st"}},
 		{name: "5m and two namespaces", set: []string{"--set", "memberReplacementDelay=5m", "--set", "fleetNamespaces={a,b}"}, want: map[string]string{
 			"--member-replacement-delay": "5m", "--fleet-namespaces": "a,b",
 		}},
@@ -75,23 +106,38 @@ func TestChartPassesTheManagerFlags(t *testing.T) {
 		{name: "seconds past a minute", set: []string{"--set", "memberReplacementDelay=0m61s"}, want: map[string]string{"--member-replacement-delay": "0m61s"}},
 		{name: "no leader election, debug logs", set: []string{"--set", "leaderElect=false", "--set", "logLevel=DEBUG"}, want: map[string]string{
 			"--leader-elect": "false", "--log-level": "DEBUG",
-		}},
+		}, storage: map[string]string{"--leader-elect": "false", "--log-level": "DEBUG"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			image, args := managerContainer(t, tc.set...)
-			if want := testRepository + "@" + testDigest; image != want {
-				t.Errorf("the manager image must be pinned by digest as %q; got %q", want, image)
-			}
-			for name, want := range tc.want {
-				if got, ok := args[name]; !ok || got != want {
-					t.Errorf("the manager must be started with %s=%s; got args %v", name, want, args)
+			containers := managerContainers(t, tc.set...)
+			for deployment, want := range map[string]map[string]string{managerName: tc.want, storageControllerName: tc.storage} {
+				c := containers[deployment]
+				if pinned := testRepository + "@" + testDigest; c.image != pinned {
+					t.Errorf("%s's manager image must be pinned by digest as %q; got %q", deployment, pinned, c.image)
+				}
+				for name, value := range want {
+					if got, ok := c.args[name]; !ok || got != value {
+						t.Errorf("%s must be started with %s=%s; got args %v", deployment, name, value, c.args)
+					}
+				}
+				for name := range c.args {
+					if !known[name] {
+						t.Errorf("the chart passes %s to %s, which cmd/manager/flags.go does not define: the manager would refuse to start", name, deployment)
+					}
 				}
 			}
-			for name := range args {
-				if !known[name] {
-					t.Errorf("the chart passes %s, which cmd/manager/flags.go does not define: the manager would refuse to start", name)
+			// A flag of the other half makes the manager refuse to start
+			// (cmd/manager/flags.go, flagHalves).
+			for _, f := range []string{"--csi-controller-socket", "--manager-namespace", "--replica-replacement-delay"} {
+				if _, ok := containers[managerName].args[f]; ok {
+					t.Errorf("the fleet manager must not be passed %s, a flag of the storage controller", f)
+				}
+			}
+			for _, f := range []string{"--member-replacement-delay", "--fleet-namespaces"} {
+				if _, ok := containers[storageControllerName].args[f]; ok {
+					t.Errorf("the storage controller must not be passed %s, a flag of the fleet manager", f)
 				}
 			}
 		})
@@ -126,6 +172,10 @@ func TestChartRefusesBadValuesAtRenderTime(t *testing.T) {
 		{name: "unknown value", args: templateArgs("--set", "memberReplacmentDelay=5m"), want: []string{"memberReplacmentDelay"}},
 		{name: "storage namespace is the release namespace", args: templateArgs("--set", "storageNamespace="+releaseNamespace),
 			want: []string{"storageNamespace=" + releaseNamespace + " is the release namespace"}},
+		{name: "a fleet namespace is the storage namespace", args: templateArgs("--set", "fleetNamespaces={celld,"+storageNamespace+"}"),
+			want: []string{"fleetNamespaces includes " + storageNamespace + ", the storage namespace"}},
+		{name: "a fleet namespace is another storage namespace", args: templateArgs("--set", "storageNamespace=st", "--set", "fleetNamespaces={st}"),
+			want: []string{"fleetNamespaces includes st, the storage namespace", "backing claims"}},
 		{name: "no node plugin digest", args: templateArgs("--set", "storageImages.csiNode.digest="), want: []string{"storageImages.csiNode.digest is required"}},
 		{name: "resizer by tag", args: templateArgs("--set", "storageImages.csiResizer.digest=v2.3.0"), want: []string{"/storageImages/csiResizer/digest"}},
 		{name: "even replicas", args: templateArgs("--set", "replicas=2"), want: []string{"replicas"}},

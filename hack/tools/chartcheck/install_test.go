@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
-// access is one request the manager's ServiceAccount makes (or must never be
-// able to make), asked of the API server's RBAC authorizer.
+// access is one request one of cellfleet's ServiceAccounts makes (or must
+// never be able to make), asked of the API server's RBAC authorizer.
 type access struct {
 	verb, group, resource, namespace string
 	allowed                          bool
@@ -26,12 +26,13 @@ type access struct {
 }
 
 // Installs the chart with helm on a real kube-apiserver (envtest, RBAC
-// authorization) and asks the authorizer what the manager's and the NODE
-// ServiceAccounts may do: the objects must be accepted as valid (the API
-// server validates the DaemonSet's propagation against privilege, the
-// CSIDrivers and StorageClasses), and the permissions must be exactly as seed
-// 002 describes them, in every fleet namespace and nowhere else, plus the
-// storage half's roles.
+// authorization) and asks the authorizer what the fleet manager's, the
+// storage controller's and the NODE ServiceAccounts may do: the objects must
+// be accepted as valid (the API server validates the DaemonSet's propagation
+// against privilege, the CSIDrivers and StorageClasses), and the fleet
+// manager's permissions must be exactly the fleet operator's as
+// docs/fleet-operator.md ("Deployment notes") describes them, in every fleet
+// namespace and nowhere else, the storage half's the storage controller's.
 func TestChartInstallsOnARealAPIServerWithTheFleetPermissions(t *testing.T) {
 	_, kubeconfigPath, clientset := startAPIServer(t)
 	ctx := t.Context()
@@ -66,59 +67,10 @@ func TestChartInstallsOnARealAPIServerWithTheFleetPermissions(t *testing.T) {
 		}
 	})
 
-	t.Run("manager permissions", func(t *testing.T) {
-		cases := []access{
-			{"delete", "", "pods", "celld", true, "force-deletes a stranded member Pod"},
-			{"update", "", "pods", "b", true, "records the replacement handoff in every fleet namespace"},
-			{"delete", "", "persistentvolumeclaims", "b", true, "deletes a lost member's claim"},
-			{"create", "apps", "statefulsets", "celld", true, "renders PersistentFleets"},
-			{"update", "policy", "poddisruptionbudgets", "celld", true, "converges fleet budgets"},
-			{"list", "celld.eric.dev", "celldfleets", "", true, "watches fleets cluster-wide"},
-			{"create", "celld.eric.dev", "celldstoragereservations", "", true, "records capacity history"},
-			{"list", "storage.k8s.io", "storageclasses", "", true, "reads StorageClasses"},
-			{"create", "coordination.k8s.io", "leases", releaseNamespace, true, "leader election"},
-			{"create", "", "persistentvolumeclaims", "celld", false, "the StatefulSet creates claims, never the operator"},
-			// "No PersistentVolume or Node access" is the fleet ClusterRole's
-			// (docs/fleet-operator.md, "Deployment notes";
-			// TestChartRBACIsAsNarrowAsDocumented); the manager Pod's identity also
-			// carries the storage half's roles.
-			{"create", "", "persistentvolumes", "", true, "the replicated driver's csi-provisioner sidecar in the manager Pod"},
-			{"patch", "", "persistentvolumes", "", true, "the csi-resizer sidecar in the manager Pod"},
-			{"list", "", "nodes", "", true, "the volume controller places replicas on nodes"},
-			{"create", "storage.eric.dev", "volumereplicas", storageNamespace, true, "the volume controller's replicas"},
-			{"create", "", "persistentvolumeclaims", storageNamespace, true, "the volume controller's backing claims"},
-			{"get", "", "secrets", releaseNamespace, true, "the volumes' CA Secrets, in the manager's namespace only"},
-			{"list", "", "secrets", storageNamespace, false, "Secrets by name only, never listed"},
-			{"create", "", "serviceaccounts", storageNamespace, true, "the per-node ServiceAccounts"},
-			{"delete", "rbac.authorization.k8s.io", "roles", storageNamespace, true, "the per-node Roles of nodes without replicas"},
-			{"create", "rbac.authorization.k8s.io", "rolebindings", storageNamespace, true, "the per-node RoleBindings"},
-			{"create", "rbac.authorization.k8s.io", "roles", releaseNamespace, false, "per-node Roles in the storage namespace only"},
-			{"list", "rbac.authorization.k8s.io", "roles", storageNamespace, false, "per-node Roles by name only"},
-			{"get", "", "secrets", "", false, "no Secret access cluster-wide"},
-			{"delete", "", "persistentvolumeclaims", "default", false, "no claim deletion outside the fleet and storage namespaces"},
-			{"list", "storage.k8s.io", "volumeattachments", "", false, "no VolumeAttachment access"},
-			{"get", "", "secrets", "celld", false, "bucket credentials belong to the fleet, not the operator"},
-			{"delete", "", "pods", "default", false, "no access outside the fleet namespaces"},
-			{"delete", "celld.eric.dev", "celldfleets", "", false, "the operator never deletes a fleet"},
-			{"create", "coordination.k8s.io", "leases", "celld", false, "leader election only in the release namespace"},
-		}
-		checkAccess(t, clientset, "manager", releaseNamespace, managerName, cases)
-	})
-
-	t.Run("node permissions", func(t *testing.T) {
-		checkAccess(t, clientset, "NODE ServiceAccount", storageNamespace, nodeName, []access{
-			{"create", "", "persistentvolumes", "", true, "the local csi-provisioner provisions its node's claims"},
-			{"update", "", "persistentvolumeclaims", "default", true, "the selected-node handshake on any claim of the local class"},
-			{"create", "storage.k8s.io", "csistoragecapacities", storageNamespace, true, "publishes its node's capacity"},
-			{"get", "apps", "daemonsets", storageNamespace, true, "the capacity objects' owner"},
-			{"create", "storage.k8s.io", "csistoragecapacities", "default", false, "capacity only in the storage namespace"},
-			{"get", "", "secrets", storageNamespace, false, "no Secret: kubelet passes mount Secrets; the replica host reads its replicas' as its node's ServiceAccount"},
-			{"create", "", "serviceaccounts/token", storageNamespace, true, "the per-node token exchange (the admission policy narrows it to the caller's node)"},
-			{"create", "", "serviceaccounts/token", "default", false, "token exchange in the storage namespace only"},
-			{"get", "", "secrets", releaseNamespace, false, "never the CA Secrets of the manager's namespace"},
-			{"list", "", "nodes", "", false, "node deployment uses NodeGetInfo, not Node objects"},
-			{"create", "storage.eric.dev", "volumereplicas", storageNamespace, false, "only the manager creates replicas"},
-		})
+	// What each ServiceAccount may do (identities_test.go; docs/install.md,
+	// "Two Deployments"), in both fleet namespaces.
+	t.Run("permissions of each ServiceAccount", func(t *testing.T) {
+		checkIdentities(t, clientset, release{[]string{"celld", "b"}, storageNamespace})
 	})
 
 	t.Run("storage objects are accepted", func(t *testing.T) {

@@ -10,7 +10,8 @@ import (
 
 // Applies every object of config/overlays/local (the overlay make cluster-up
 // installs) to a real kube-apiserver, namespaces and CRDs first, and asks the
-// authorizer what its ServiceAccounts may do: the same answers as the chart's.
+// authorizer what its ServiceAccounts may do: the same answers as the chart's
+// (identities_test.go).
 func TestKustomizeOverlayInstallsOnARealAPIServer(t *testing.T) {
 	cfg, _, clientset := startAPIServer(t)
 	c, err := client.New(cfg, client.Options{})
@@ -33,23 +34,5 @@ func TestKustomizeOverlayInstallsOnARealAPIServer(t *testing.T) {
 			}
 		}
 	}
-	checkAccess(t, clientset, "manager", releaseNamespace, managerName, []access{
-		{"delete", "", "pods", "celld", true, "force-deletes a stranded member Pod"},
-		{"create", "", "persistentvolumes", "", true, "the replicated csi-provisioner sidecar"},
-		{"create", "storage.eric.dev", "volumereplicas", storageNamespace, true, "the volume controller"},
-		{"list", "storage.eric.dev", "volumereplicas", storageNamespace, true, "the CSI controller"},
-		{"create", "coordination.k8s.io", "leases", releaseNamespace, true, "leader election of the manager and both sidecars"},
-		{"list", "", "secrets", storageNamespace, false, "Secrets by name only"},
-		{"create", "", "serviceaccounts", storageNamespace, true, "the per-node ServiceAccounts"},
-		{"create", "rbac.authorization.k8s.io", "roles", storageNamespace, true, "the per-node Roles"},
-		{"create", "rbac.authorization.k8s.io", "rolebindings", storageNamespace, true, "the per-node RoleBindings"},
-		{"create", "", "persistentvolumeclaims", "celld", false, "the StatefulSet creates fleet claims"},
-	})
-	checkAccess(t, clientset, "NODE ServiceAccount", storageNamespace, nodeName, []access{
-		{"create", "", "persistentvolumes", "", true, "the local csi-provisioner"},
-		{"create", "storage.k8s.io", "csistoragecapacities", storageNamespace, true, "its node's capacity"},
-		{"get", "", "secrets", storageNamespace, false, "no Secret: the replica host reads its replicas' as its node's ServiceAccount"},
-		{"create", "", "serviceaccounts/token", storageNamespace, true, "the per-node token exchange"},
-		{"get", "", "secrets", releaseNamespace, false, "never the CA Secrets of the manager's namespace"},
-	})
+	checkIdentities(t, clientset, release{[]string{"celld"}, storageNamespace})
 }

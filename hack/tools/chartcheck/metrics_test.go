@@ -22,9 +22,16 @@ func TestChartServesMetricsAndRendersServiceMonitorsOnlyWhenAsked(t *testing.T) 
 		svc.Spec.Selector["app.kubernetes.io/component"] != "manager" {
 		t.Errorf("the manager's metrics Service must send 8443 to the manager's metrics port; got %+v", svc.Spec)
 	}
-	deploy := string(ofKind(objs, "Deployment")[0].raw)
-	if !strings.Contains(deploy, "--metrics-bind-address=:8443") || strings.Contains(deploy, "--metrics-secure=false") {
-		t.Errorf("the manager must serve its metrics securely on :8443:\n%s", deploy)
+	storage := serviceNamed(t, objs, storageControllerName+"-metrics")
+	if len(storage.Spec.Ports) != 1 || storage.Spec.Ports[0].Port != 8443 || storage.Spec.Ports[0].TargetPort.String() != "metrics" ||
+		storage.Spec.Selector["app.kubernetes.io/component"] != "storage-controller" {
+		t.Errorf("the storage controller's metrics Service must send 8443 to its metrics port; got %+v", storage.Spec)
+	}
+	for _, d := range ofKind(objs, "Deployment") {
+		deploy := string(d.raw)
+		if !strings.Contains(deploy, "--metrics-bind-address=:8443") || strings.Contains(deploy, "--metrics-secure=false") {
+			t.Errorf("%s must serve its metrics securely on :8443:\n%s", d.Name, deploy)
+		}
 	}
 
 	on := render(t, "--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.serviceMonitor.labels.release=prom")
@@ -48,12 +55,12 @@ func TestChartServesMetricsAndRendersServiceMonitorsOnlyWhenAsked(t *testing.T) 
 		if sm.Metadata.Labels["release"] != "prom" {
 			t.Errorf("ServiceMonitor %s must carry metrics.serviceMonitor.labels", o.Name)
 		}
-		if o.Name == managerName && (len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Scheme != "https" || sm.Spec.Endpoints[0].BearerTokenFile == "") {
-			t.Errorf("the manager's ServiceMonitor must scrape over HTTPS with a bearer token; got %+v", sm.Spec)
+		if (o.Name == managerName || o.Name == storageControllerName) && (len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Scheme != "https" || sm.Spec.Endpoints[0].BearerTokenFile == "") {
+			t.Errorf("ServiceMonitor %s must scrape over HTTPS with a bearer token; got %+v", o.Name, sm.Spec)
 		}
 	}
 	slices.Sort(names)
-	if want := []string{"cellfleet-csi-node", managerName, "cellfleet-replica-host"}; !slices.Equal(names, want) {
+	if want := []string{"cellfleet-csi-node", managerName, "cellfleet-replica-host", storageControllerName}; !slices.Equal(names, want) {
 		t.Fatalf("metrics.serviceMonitor.enabled must render ServiceMonitors %v; got %v", want, names)
 	}
 	for _, name := range []string{"cellfleet-replica-host-metrics", "cellfleet-csi-node-metrics"} {

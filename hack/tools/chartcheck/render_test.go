@@ -29,9 +29,12 @@ const (
 	releaseName      = "cellfleet"
 	releaseNamespace = "cellfleet-system"
 	managerName      = "cellfleet-manager"
-	fleetName        = "cellfleet-fleet"
-	nodeName         = "cellfleet-node"
-	storageNamespace = "cellfleet-storage"
+	// The storage controller's Deployment and ServiceAccount
+	// (docs/install.md, "Two Deployments").
+	storageControllerName = "cellfleet-storage-controller"
+	fleetName             = "cellfleet-fleet"
+	nodeName              = "cellfleet-node"
+	storageNamespace      = "cellfleet-storage"
 
 	// Render for the Kubernetes version the project targets (the one envtest
 	// runs), whatever default the helm binary was stamped with.

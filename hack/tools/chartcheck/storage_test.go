@@ -75,16 +75,30 @@ func volumeNamed(spec corev1.PodSpec, name string) *corev1.Volume {
 }
 
 // checkStorageHalf asserts what the storage half installs (docs/install.md,
-// "The storage half"), on the objects of a chart rendering or a kustomize
-// build: the manager's CSI controller socket shared with its csi-provisioner
-// and csi-resizer sidecars; the NODE DaemonSet in the storage namespace with
-// the documented propagation, resources and downward-API environment; both
-// CSIDrivers; both StorageClasses.
+// "The storage half" and "Two Deployments"), on the objects of a chart
+// rendering or a kustomize build: the storage controller's CSI controller
+// socket shared with its csi-provisioner and csi-resizer sidecars, as its
+// own ServiceAccount, and a fleet manager Pod that runs none of it; the NODE
+// DaemonSet in the storage namespace with the documented propagation,
+// resources and downward-API environment; both CSIDrivers; both
+// StorageClasses.
 func checkStorageHalf(t *testing.T, objs []object, storageNS string) {
 	t.Helper()
-	var manager appsv1.Deployment
+	var manager, storage appsv1.Deployment
 	decodeOne(t, objs, "Deployment", "", managerName, &manager)
-	checkManagerSidecars(t, manager.Spec.Template.Spec)
+	decodeOne(t, objs, "Deployment", "", storageControllerName, &storage)
+	checkFleetManagerAlone(t, manager.Spec.Template.Spec)
+	checkStorageControllerPod(t, storage.Spec.Template.Spec)
+	known := managerFlags(t)
+	for _, d := range []appsv1.Deployment{manager, storage} {
+		if c := containerNamed(d.Spec.Template.Spec.Containers, "manager"); c != nil {
+			for _, a := range c.Args {
+				if name, _, _ := strings.Cut(a, "="); !known[name] {
+					t.Errorf("%s passes %s, which cmd/manager/flags.go does not define: the manager would refuse to start", d.Name, name)
+				}
+			}
+		}
+	}
 	var node appsv1.DaemonSet
 	decodeOne(t, objs, "DaemonSet", storageNS, nodeName, &node)
 	checkNodeDaemonSet(t, &node)
@@ -104,21 +118,54 @@ func decodeOne(t *testing.T, objs []object, kind, namespace, name string, into a
 	t.Fatalf("no %s %s/%s among %v", kind, namespace, name, ofKind(objs, kind))
 }
 
-func checkManagerSidecars(t *testing.T, spec corev1.PodSpec) {
+// checkFleetManagerAlone fails unless the fleet manager's Pod runs the fleet
+// operator alone: one container, --controllers=fleet, no CSI socket, as its
+// own ServiceAccount.
+func checkFleetManagerAlone(t *testing.T, spec corev1.PodSpec) {
 	t.Helper()
+	if spec.ServiceAccountName != managerName {
+		t.Errorf("the fleet manager must run as ServiceAccount %s; got %q", managerName, spec.ServiceAccountName)
+	}
+	if len(spec.Containers) != 1 || spec.Containers[0].Name != "manager" {
+		var names []string
+		for _, c := range spec.Containers {
+			names = append(names, c.Name)
+		}
+		t.Fatalf("the fleet manager Pod must run the manager container alone (the CSI sidecars run in %s); it runs %v", storageControllerName, names)
+	}
+	args := spec.Containers[0].Args
+	if c, _ := flagValue(args, "controllers"); c != "fleet" {
+		t.Errorf("the fleet manager must run --controllers=fleet; args %v", args)
+	}
+	if _, ok := flagValue(args, "csi-controller-socket"); ok {
+		t.Errorf("the fleet manager must not serve the CSI controller; args %v", args)
+	}
+}
+
+// checkStorageControllerPod fails unless the storage controller's Pod runs
+// the manager with --controllers=storage, serving the CSI controller to its
+// two sidecars over a shared socket, as its own ServiceAccount.
+func checkStorageControllerPod(t *testing.T, spec corev1.PodSpec) {
+	t.Helper()
+	if spec.ServiceAccountName != storageControllerName {
+		t.Errorf("the storage controller must run as its own ServiceAccount %s; got %q", storageControllerName, spec.ServiceAccountName)
+	}
 	mgr := containerNamed(spec.Containers, "manager")
 	if mgr == nil {
-		t.Fatal("the manager Pod must run a container named manager")
+		t.Fatal("the storage controller Pod must run a container named manager")
+	}
+	if c, _ := flagValue(mgr.Args, "controllers"); c != "storage" {
+		t.Errorf("the storage controller must run --controllers=storage; args %v", mgr.Args)
 	}
 	socket, ok := flagValue(mgr.Args, "csi-controller-socket")
 	if !ok || !strings.HasPrefix(socket, "unix:///") {
-		t.Fatalf("the manager must serve the replicated CSI controller on --csi-controller-socket=unix:///...; args %v", mgr.Args)
+		t.Fatalf("the storage controller must serve the replicated CSI controller on --csi-controller-socket=unix:///...; args %v", mgr.Args)
 	}
 	socketPath := strings.TrimPrefix(socket, "unix://")
 	socketDir := socketPath[:strings.LastIndex(socketPath, "/")]
 	shared := mountAt(mgr, socketDir)
 	if shared == nil {
-		t.Fatalf("the manager must mount a volume at %s, the directory of its CSI socket; mounts %v", socketDir, mgr.VolumeMounts)
+		t.Fatalf("the storage controller must mount a volume at %s, the directory of its CSI socket; mounts %v", socketDir, mgr.VolumeMounts)
 	}
 	if v := volumeNamed(spec, shared.Name); v == nil || v.EmptyDir == nil {
 		t.Errorf("the socket directory %s must be an emptyDir shared by the Pod's containers; got %+v", socketDir, v)
@@ -132,14 +179,14 @@ func checkManagerSidecars(t *testing.T, spec corev1.PodSpec) {
 	} {
 		c := containerNamed(spec.Containers, sc.name)
 		if c == nil {
-			t.Errorf("the manager Pod must run the %s sidecar for %s", sc.name, replicatedDriver)
+			t.Errorf("the storage controller Pod must run the %s sidecar for %s", sc.name, replicatedDriver)
 			continue
 		}
 		if addr, _ := flagValue(c.Args, "csi-address"); addr != socketPath {
-			t.Errorf("%s must talk to the manager's socket: --csi-address=%s; args %v", sc.name, socketPath, c.Args)
+			t.Errorf("%s must talk to the CSI controller's socket: --csi-address=%s; args %v", sc.name, socketPath, c.Args)
 		}
 		if m := mountAt(c, socketDir); m == nil || m.Name != shared.Name {
-			t.Errorf("%s must mount the manager's socket volume %s at %s; mounts %v", sc.name, shared.Name, socketDir, c.VolumeMounts)
+			t.Errorf("%s must mount the CSI controller's socket volume %s at %s; mounts %v", sc.name, shared.Name, socketDir, c.VolumeMounts)
 		}
 		for _, f := range sc.flags {
 			if v, ok := flagValue(c.Args, f); !ok || v == "false" {
@@ -158,7 +205,7 @@ func checkNodeDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
 		t.Errorf("the NODE DaemonSet and its Pods must carry app.kubernetes.io/component: node; got %v / %v", ds.Labels, ds.Spec.Template.Labels)
 	}
 	spec := ds.Spec.Template.Spec
-	if spec.ServiceAccountName == "" || spec.ServiceAccountName == managerName {
+	if spec.ServiceAccountName == "" || spec.ServiceAccountName == managerName || spec.ServiceAccountName == storageControllerName {
 		t.Errorf("the NODE DaemonSet must run as its own ServiceAccount, not %q", spec.ServiceAccountName)
 	}
 	hostPath := func(m *corev1.VolumeMount) string {
@@ -405,8 +452,11 @@ func TestChartInstallsTheStorageHalf(t *testing.T) {
 						t.Errorf("the NODE DaemonSet must run %s by digest", storageImage(want))
 					}
 				}
-				if o.Kind == "Deployment" && !strings.Contains(string(o.raw), storageImage("csiResizer")+"@"+testDigest) {
-					t.Errorf("the manager Pod must run %s by digest", storageImage("csiResizer"))
+				if o.Kind == "Deployment" && o.Name == storageControllerName && !strings.Contains(string(o.raw), storageImage("csiResizer")+"@"+testDigest) {
+					t.Errorf("the storage controller Pod must run %s by digest", storageImage("csiResizer"))
+				}
+				if o.Kind == "Deployment" && o.Name == managerName && strings.Contains(string(o.raw), "registry.example.invalid/cellfleet/csi-") {
+					t.Errorf("the fleet manager Pod must run no CSI sidecar")
 				}
 			}
 			if ns := ofKind(objs, "Namespace"); !slices.ContainsFunc(ns, func(o object) bool { return o.Name == tc.storageNS }) {

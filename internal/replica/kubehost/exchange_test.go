@@ -90,11 +90,13 @@ func replicaOn(t *testing.T, s *nodestack.Stack, name, node string) {
 	})
 }
 
-// managerUser is the manager's ServiceAccount, which the generated volume
-// roles are bound to.
-const managerUser = "system:serviceaccount:cellfleet-system:cellfleet-manager"
+// storageControllerUser is the storage controller's ServiceAccount, which
+// the generated volume roles are bound to (docs/install.md, "Two
+// Deployments").
+const storageControllerUser = "system:serviceaccount:cellfleet-system:cellfleet-storage-controller"
 
-// asManager is a client impersonating the manager's ServiceAccount, with
+// asManager is a client impersonating the storage controller's
+// ServiceAccount, with
 // config/rbac/volume applied.
 func asManager(t *testing.T) client.Client {
 	t.Helper()
@@ -108,7 +110,7 @@ func asManager(t *testing.T) client.Client {
 		}
 	}
 	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: managerUser}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: storageControllerUser}
 	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +119,7 @@ func asManager(t *testing.T) client.Client {
 }
 
 // keepNodeCredentials runs the real volume controller's per-node
-// credentials reconcile for nodes, as the manager's ServiceAccount with the
+// credentials reconcile for nodes, as the storage controller's ServiceAccount with the
 // generated volume roles (the API server's escalation check must let it
 // grant get on Secrets it may read itself), and returns a function that
 // runs it again, as the controller does on every VolumeReplica change.

@@ -20,12 +20,14 @@ import (
 	"github.com/cellfleet/cellfleet/internal/testenv"
 )
 
-// managerUser is the manager's ServiceAccount as the API server names it.
-const managerUser = "system:serviceaccount:cellfleet-system:cellfleet-manager"
+// storageControllerUser is the storage controller's ServiceAccount as the
+// API server names it: the CSI controller runs there (docs/install.md, "Two
+// Deployments").
+const storageControllerUser = "system:serviceaccount:cellfleet-system:cellfleet-storage-controller"
 
 // TestGeneratedRBACIsEnoughForEveryRPC installs the roles generated from
 // this package's markers (config/rbac/csi-controller), binds them to the
-// manager's ServiceAccount as the kustomization does, and runs every RPC as
+// storage controller's ServiceAccount as the kustomization does, and runs every RPC as
 // that ServiceAccount (impersonated): a verb missing from the markers shows
 // as a Forbidden answer here, not first on a cluster.
 func TestGeneratedRBACIsEnoughForEveryRPC(t *testing.T) {
@@ -35,7 +37,7 @@ func TestGeneratedRBACIsEnoughForEveryRPC(t *testing.T) {
 		applyManifest(t, ctx, filepath.Join(testenv.RepoRoot(), "config", "rbac", "csi-controller", f))
 	}
 	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: managerUser}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: storageControllerUser}
 	asManager, err := client.New(cfg, client.Options{Scheme: env.Scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +51,7 @@ func TestGeneratedRBACIsEnoughForEveryRPC(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the generated roles must let the manager get ReplicatedVolumes: %v", err)
+			t.Fatalf("the generated roles must let the storage controller get ReplicatedVolumes: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond) // polling the RBAC cache, bounded by the deadline
 	}
@@ -62,7 +64,7 @@ func TestGeneratedRBACIsEnoughForEveryRPC(t *testing.T) {
 	allowed := func(what string, err error) {
 		t.Helper()
 		if status.Code(err) != codes.OK && status.Code(err) != codes.Aborted {
-			t.Fatalf("%s as the manager's ServiceAccount with the generated RBAC must not fail, got %v", what, err)
+			t.Fatalf("%s as the storage controller's ServiceAccount with the generated RBAC must not fail, got %v", what, err)
 		}
 	}
 	_, err = h.ctrl.CreateVolume(ctx, createRequest(name, class, gi))
@@ -80,7 +82,7 @@ func TestGeneratedRBACIsEnoughForEveryRPC(t *testing.T) {
 	_, err = h.ctrl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: name})
 	allowed("DeleteVolume", err)
 	if getVolume(t, name) != nil {
-		t.Fatalf("DeleteVolume as the manager must remove volume %s", name)
+		t.Fatalf("DeleteVolume as the storage controller must remove volume %s", name)
 	}
 	// And the grants are narrow: the ServiceAccount cannot read Secrets or
 	// touch claims, which are the volume controller's.
