@@ -1,8 +1,6 @@
 package replica
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/cellfleet/cellfleet/internal/replica/fsm"
 	"github.com/cellfleet/cellfleet/internal/replica/journal"
+	"github.com/cellfleet/cellfleet/internal/replica/mux"
 )
 
 // State is a worker's lifecycle state as the host reports it.
@@ -98,9 +97,10 @@ type Config struct {
 	Peers      []Peer // the other replicas
 	Bootstrap  bool   // the first replica bootstraps the initial configuration
 
-	Certificate tls.Certificate
-	CA          *x509.CertPool
-	Token       string
+	// Credentials are the replica's certificate, the volume's CA and the
+	// mount token clients present; the host may replace them while the
+	// worker runs (mux/credentials.go).
+	Credentials *mux.CredentialSet
 
 	Capacity    uint64
 	MaxSessions int  // exactly-once sessions kept (0: fsm default, 256)
@@ -134,11 +134,8 @@ func (c *Config) validate() error {
 	if c.Self.ID != c.Replica || c.Self.ServerName == "" || c.Self.Address == "" {
 		errs = append(errs, fmt.Errorf("self peer %+v must carry the replica ID, a server name and an address", c.Self))
 	}
-	if c.CA == nil || len(c.Certificate.Certificate) == 0 {
-		errs = append(errs, errors.New("the volume's CA and this replica's certificate are required"))
-	}
-	if len(c.Token) < 16 {
-		errs = append(errs, errors.New("bearer token must be at least 16 bytes"))
+	if c.Credentials == nil {
+		errs = append(errs, errors.New("the volume's CA, this replica's certificate and the bearer token are required"))
 	}
 	if j := c.Timing.JournalBytes; j != 0 && j < MinJournalBytes {
 		errs = append(errs, fmt.Errorf("journalBytes must be at least %d, got %d", MinJournalBytes, j))

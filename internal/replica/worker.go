@@ -227,11 +227,10 @@ func (w *Worker) openFSM() error {
 }
 
 func (w *Worker) openRaft(hl hclog.Logger, fresh bool) error {
-	w.rpc = &mux.RPCServer{Token: w.cfg.Token, Handler: w.serve, Logger: w.log}
+	w.rpc = &mux.RPCServer{Credentials: w.cfg.Credentials, Handler: w.serve, Logger: w.log}
 	m, err := mux.Listen(mux.Config{
 		Listen:      w.cfg.Listen,
-		Certificate: w.cfg.Certificate,
-		CA:          w.cfg.CA,
+		Credentials: w.cfg.Credentials,
 		AllowedPeer: w.allowedPeer,
 		Resolve:     splitAddress,
 		OnRPC:       func(c *tls.Conn) { w.rpc.ServeConn(c) },

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cellfleet/cellfleet/internal/replica"
 	"github.com/cellfleet/cellfleet/internal/replica/client"
+	"github.com/cellfleet/cellfleet/internal/replica/mux"
 	"github.com/cellfleet/cellfleet/internal/replica/pki"
 )
 
@@ -57,9 +58,13 @@ func newGroup(t testing.TB, n int, tweak ...func(*replica.Config)) *group {
 				others = append(others, p)
 			}
 		}
+		creds, err := mux.NewCredentialSet(mux.Credentials{Certificate: cert, CA: ca.Pool(), Token: g.token})
+		if err != nil {
+			t.Fatal(err)
+		}
 		cfg := replica.Config{Volume: "vol", Replica: peers[i].ID, Generation: 1,
 			DataDir: filepath.Join(dir, peers[i].ID), Listen: peers[i].Address, Self: peers[i], Peers: others,
-			Bootstrap: i == 0, Certificate: cert, CA: ca.Pool(), Token: g.token, Capacity: 64 << 20,
+			Bootstrap: i == 0, Credentials: creds, Capacity: 64 << 20,
 			Timing: replica.Timing{HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
 				LeaderLeaseTimeout: 100 * time.Millisecond},
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cellfleet/cellfleet/internal/csi/publication"
 	"github.com/cellfleet/cellfleet/internal/replica"
+	"github.com/cellfleet/cellfleet/internal/replica/mux"
 )
 
 // Config configures a host.
@@ -52,6 +53,10 @@ type hosted struct {
 	mu     sync.Mutex
 	state  replica.State // until the worker exists
 	reason string
+	// creds are the worker's credentials (credentials.go); credMu orders
+	// their loads, so the last load made reads the newest files.
+	credMu sync.Mutex
+	creds  *mux.CredentialSet
 }
 
 // ConditionType is the host's explicit answer past a bound.
@@ -234,7 +239,7 @@ func (h *Host) prepare(hw *hosted) (*replica.Worker, error) {
 		st = standingSealed
 		return nil
 	}
-	return h.build(spec, st == standingSealed, sealed)
+	return h.build(hw, st == standingSealed, sealed)
 }
 
 // checkHistory reads the replica's standing in the host's history. A
@@ -284,8 +289,9 @@ func (h *Host) awaitPublication(hw *hosted) error {
 	return nil
 }
 
-func (h *Host) build(spec WorkerSpec, recorded bool, sealed func() error) (*replica.Worker, error) {
-	cert, pool, token, err := spec.material()
+func (h *Host) build(hw *hosted, recorded bool, sealed func() error) (*replica.Worker, error) {
+	spec := hw.spec
+	creds, err := hw.loadCredentials()
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +305,7 @@ func (h *Host) build(spec WorkerSpec, recorded bool, sealed func() error) (*repl
 	return replica.New(replica.Config{
 		Volume: spec.Volume, Replica: spec.Replica, Generation: spec.Generation,
 		DataDir: spec.DataDir, Listen: spec.Listen, Self: self, Peers: spec.Peers, Bootstrap: spec.Bootstrap,
-		Certificate: cert, CA: pool, Token: token, Capacity: spec.CapacityBytes, MaxSessions: spec.MaxSessions,
+		Credentials: creds, Capacity: spec.CapacityBytes, MaxSessions: spec.MaxSessions,
 		Recorded: recorded, OnSealed: sealed, SegmentSize: h.cfg.SegmentSize, Timing: spec.Timing,
 		Capture: h.captures, Outbound: h.out, Observer: h.metrics,
 		Logger: h.log,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cellfleet/cellfleet/internal/replica"
 	"github.com/cellfleet/cellfleet/internal/replica/fsm"
+	"github.com/cellfleet/cellfleet/internal/replica/mux"
 )
 
 // WorkerSpec describes one worker to host. It is the unit of the standalone
@@ -80,23 +81,24 @@ func (s WorkerSpec) Validate() error {
 	return nil
 }
 
-// material reads the spec's certificate, CA and token.
-func (s WorkerSpec) material() (tls.Certificate, *x509.CertPool, string, error) {
+// material reads the spec's certificate, CA and token. The CA file may
+// hold several certificates; each of them is trusted.
+func (s WorkerSpec) material() (mux.Credentials, error) {
 	cert, err := tls.LoadX509KeyPair(s.CertFile, s.KeyFile)
 	if err != nil {
-		return cert, nil, "", fmt.Errorf("load certificate of %s: %w", s.Key(), err)
+		return mux.Credentials{}, fmt.Errorf("load certificate of %s: %w", s.Key(), err)
 	}
 	caPEM, err := os.ReadFile(s.CAFile)
 	if err != nil {
-		return cert, nil, "", fmt.Errorf("read CA of %s: %w", s.Key(), err)
+		return mux.Credentials{}, fmt.Errorf("read CA of %s: %w", s.Key(), err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(caPEM) {
-		return cert, nil, "", fmt.Errorf("CA file %s holds no certificate", s.CAFile)
+		return mux.Credentials{}, fmt.Errorf("CA file %s holds no certificate", s.CAFile)
 	}
 	tok, err := os.ReadFile(s.TokenFile)
 	if err != nil {
-		return cert, nil, "", fmt.Errorf("read token of %s: %w", s.Key(), err)
+		return mux.Credentials{}, fmt.Errorf("read token of %s: %w", s.Key(), err)
 	}
-	return cert, pool, strings.TrimSpace(string(tok)), nil
+	return mux.Credentials{Certificate: cert, CA: pool, Token: strings.TrimSpace(string(tok))}, nil
 }

@@ -2,11 +2,14 @@ package kubehost
 
 // Credentials: a replica's Secret (`<replica>-tls`, written by the volume
 // controller), read with the node's own ServiceAccount (exchange.go) and
-// copied into files on host storage, which the worker loads at
-// start. They are read again every refresh interval; a failed read keeps
-// the files already written, so an API outage keeps the host serving on
-// the credentials it has (docs/replica-engine.md, "Kubernetes mode": only a
-// sufficiently long outage, past the certificates' validity, denies service).
+// copied into files on host storage, which the worker loads at start and
+// again whenever a read changed them (run.go; the host swaps the running
+// worker's credentials, host/credentials.go), so a renewed certificate is
+// served without a restart. They are read again every refresh interval; a
+// failed read keeps the files already written, so an API outage keeps the
+// host serving on the credentials it has (docs/replica-engine.md,
+// "Kubernetes mode": only a sufficiently long outage, past the
+// certificates' validity, denies service).
 
 import (
 	"bytes"
@@ -33,10 +36,28 @@ type credentials struct {
 	dir  string
 	mu   sync.Mutex
 	read map[string]time.Time // replica -> when its Secret was last read
+	// unloaded are the replicas whose files changed since their worker
+	// last loaded them.
+	unloaded map[string]bool
 }
 
 func newCredentials(dir string) *credentials {
-	return &credentials{dir: dir, read: map[string]time.Time{}}
+	return &credentials{dir: dir, read: map[string]time.Time{}, unloaded: map[string]bool{}}
+}
+
+// changed reports whether the replica's files changed since loaded was
+// last called for it.
+func (c *credentials) changed(replica string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.unloaded[replica]
+}
+
+// loaded records that the replica's worker holds what its files hold.
+func (c *credentials) loaded(replica string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.unloaded, replica)
 }
 
 func (c *credentials) files(replica string) credentialFiles {
@@ -100,6 +121,9 @@ func (c *credentials) fetch(ctx context.Context, r secretGetter, vr *storagev1al
 		if cur, err := os.ReadFile(p); err == nil && bytes.Equal(cur, b) {
 			continue
 		}
+		c.mu.Lock()
+		c.unloaded[vr.Name] = true
+		c.mu.Unlock()
 		if err := durable.WriteFile(p, b); err != nil {
 			return fmt.Errorf("write credentials of %s: %w", vr.Name, err)
 		}
@@ -111,6 +135,7 @@ func (c *credentials) fetch(ctx context.Context, r secretGetter, vr *storagev1al
 func (c *credentials) forget(replica string) error {
 	c.mu.Lock()
 	delete(c.read, replica)
+	delete(c.unloaded, replica)
 	c.mu.Unlock()
 	if err := os.RemoveAll(filepath.Join(c.dir, replica)); err != nil {
 		return fmt.Errorf("remove credentials of %s: %w", replica, err)

@@ -56,6 +56,7 @@ func (a *Agent) run(ctx context.Context, vr *storagev1alpha1.VolumeReplica) (obs
 	if wk, st, ok := a.host.Worker(key(vr)); ok && st.State != replica.ReplicaStateFailed {
 		// Hosted: the worker's own status says the rest; a grown spec
 		// capacity is committed by the coordinator's host (grow.go).
+		a.reloadCredentials(vr)
 		if st.State == replica.ReplicaStateRunning {
 			return obs, a.grow(vr, wk)
 		}
@@ -103,9 +104,28 @@ func (a *Agent) run(ctx context.Context, vr *storagev1alpha1.VolumeReplica) (obs
 		obs.admitted = condition(storagev1alpha1.ReplicaAdmitted, false, storagev1alpha1.ConditionReason(cond.Reason), cond.Message)
 		return obs, nil
 	}
+	if err == nil {
+		a.creds.loaded(vr.Name) // the new worker reads the files as they are now
+	}
 	a.remember(vr)
 	a.log.Info("worker admitted", "replica", vr.Name, "volume", vr.Spec.VolumeName, "dataDir", dataDir, "listen", spec.Listen)
 	return obs, nil
+}
+
+// reloadCredentials hands a hosted worker the files its replica's Secret
+// changed since it last loaded them (host/credentials.go): a renewed
+// certificate is served from the next connection on, without a restart.
+// A failed reload is tried again on the next pass.
+func (a *Agent) reloadCredentials(vr *storagev1alpha1.VolumeReplica) {
+	if !a.creds.changed(vr.Name) {
+		return
+	}
+	if err := a.host.ReloadCredentials(key(vr)); err != nil {
+		a.log.Warn("credentials not reloaded; the worker serves on the ones it has", "replica", vr.Name,
+			"volume", vr.Spec.VolumeName, "error", err)
+		return
+	}
+	a.creds.loaded(vr.Name)
 }
 
 // workerSpec is the host's spec of a replica. The replica's identity is its

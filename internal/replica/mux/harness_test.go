@@ -71,15 +71,24 @@ func resolve(a raft.ServerAddress) (string, string, bool) {
 
 func startPort(t *testing.T, v volumeCA, san string) *port {
 	t.Helper()
+	creds, err := mux.NewCredentialSet(mux.Credentials{Certificate: v.cert(t, san), CA: v.pool, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startPortWith(t, creds)
+}
+
+// startPortWith starts a port holding creds, which the test may replace.
+func startPortWith(t *testing.T, creds *mux.CredentialSet) *port {
+	t.Helper()
 	p := &port{}
-	p.rpc = &mux.RPCServer{Token: token, Handler: func(_ context.Context, call *wire.Call) wire.Reply {
+	p.rpc = &mux.RPCServer{Credentials: creds, Handler: func(_ context.Context, call *wire.Call) wire.Reply {
 		p.calls.Add(1)
 		return wire.Reply{Status: wire.StatusOK, Results: make([]wire.Result, len(call.Ops))}
 	}}
 	m, err := mux.Listen(mux.Config{
 		Listen:      "127.0.0.1:0",
-		Certificate: v.cert(t, san),
-		CA:          v.pool,
+		Credentials: creds,
 		AllowedPeer: isReplica,
 		Resolve:     resolve,
 		OnRPC:       func(c *tls.Conn) { p.rpc.ServeConn(c) },

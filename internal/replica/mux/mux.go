@@ -3,7 +3,6 @@ package mux
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,9 +22,10 @@ const HandshakeTimeout = 10 * time.Second
 
 // Config configures a worker's port.
 type Config struct {
-	Listen      string // host:port to bind
-	Certificate tls.Certificate
-	CA          *x509.CertPool // the volume's CA: the only trusted root
+	Listen string // host:port to bind
+	// Credentials are the port's certificate and the volume's CA (the only
+	// trusted root), read at every handshake (credentials.go).
+	Credentials *CredentialSet
 	// AllowedPeer reports whether a Raft peer presenting a certificate with
 	// this DNS SAN belongs to the volume.
 	AllowedPeer func(san string) bool
@@ -50,8 +50,8 @@ type Mux struct {
 
 // Listen binds the port and starts accepting.
 func Listen(cfg Config) (*Mux, error) {
-	if cfg.AllowedPeer == nil || cfg.Resolve == nil || cfg.OnRPC == nil || cfg.CA == nil {
-		return nil, errors.New("transport config needs CA, AllowedPeer, Resolve and OnRPC")
+	if cfg.AllowedPeer == nil || cfg.Resolve == nil || cfg.OnRPC == nil || cfg.Credentials == nil {
+		return nil, errors.New("transport config needs Credentials, AllowedPeer, Resolve and OnRPC")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -69,13 +69,20 @@ func Listen(cfg Config) (*Mux, error) {
 // Addr is the bound address.
 func (m *Mux) Addr() net.Addr { return m.ln.Addr() }
 
+// serverTLS answers each handshake with the credentials current then.
 func (m *Mux) serverTLS() *tls.Config {
 	return &tls.Config{
-		Certificates: []tls.Certificate{m.cfg.Certificate},
-		ClientCAs:    m.cfg.CA,
-		ClientAuth:   tls.VerifyClientCertIfGiven,
-		NextProtos:   []string{wire.ProtoRaft, wire.ProtoRPC},
-		MinVersion:   tls.VersionTLS13,
+		MinVersion: tls.VersionTLS13,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			c := m.cfg.Credentials.Load()
+			return &tls.Config{
+				Certificates: []tls.Certificate{c.Certificate},
+				ClientCAs:    c.CA,
+				ClientAuth:   tls.VerifyClientCertIfGiven,
+				NextProtos:   []string{wire.ProtoRaft, wire.ProtoRPC},
+				MinVersion:   tls.VersionTLS13,
+			}, nil
+		},
 	}
 }
 
@@ -176,9 +183,10 @@ func (s *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.
 	if !ok {
 		return nil, fmt.Errorf("no replica SAN known for raft address %s", addr)
 	}
+	creds := s.cfg.Credentials.Load()
 	conf := &tls.Config{
-		Certificates: []tls.Certificate{s.cfg.Certificate},
-		RootCAs:      s.cfg.CA,
+		Certificates: []tls.Certificate{creds.Certificate},
+		RootCAs:      creds.CA,
 		ServerName:   name,
 		NextProtos:   []string{wire.ProtoRaft},
 		MinVersion:   tls.VersionTLS13,

@@ -21,8 +21,10 @@ type Handler func(ctx context.Context, call *wire.Call) wire.Reply
 // RPCServer serves client streams: a hello with the bearer token, then
 // multiplexed calls answered concurrently.
 type RPCServer struct {
-	Token   string
-	Handler Handler
+	// Credentials hold the bearer token, read at each hello
+	// (credentials.go): a stream already admitted stays admitted.
+	Credentials *CredentialSet
+	Handler     Handler
 	// PerConn bounds concurrent calls on one stream (default 128); further
 	// frames wait in the socket, which pushes back on the client.
 	PerConn int
@@ -122,7 +124,7 @@ func (s *RPCServer) hello(c net.Conn, log *slog.Logger) bool {
 		_ = wire.WriteFrame(c, wire.AppendReply(wire.FrameHelloReply, &wire.Reply{Status: wire.StatusBadRequest, Message: clip(err.Error())}))
 		return false
 	}
-	if subtle.ConstantTimeCompare([]byte(h.Token), []byte(s.Token)) != 1 {
+	if subtle.ConstantTimeCompare([]byte(h.Token), []byte(s.Credentials.Load().Token)) != 1 {
 		log.Warn("client stream with a wrong bearer token rejected")
 		_ = wire.WriteFrame(c, wire.AppendReply(wire.FrameHelloReply, &wire.Reply{Status: wire.StatusUnauthorized, Message: "bearer token rejected"}))
 		return false
