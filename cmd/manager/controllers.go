@@ -64,6 +64,7 @@ func setupVolumeController(mgr ctrl.Manager, opts options) error {
 		ReplicaRebuildTimeout:     opts.replicaRebuildTimeout,
 		MaxConcurrentReplacements: opts.maxReplacements,
 		OrphanGracePeriod:         opts.orphanVolumeGrace,
+		CertificateValidity:       opts.certificateValidity,
 		APIReader:                 mgr.GetAPIReader(),
 		Recorder:                  mgr.GetEventRecorder("volume-controller"),
 		Metrics:                   metrics,

@@ -36,6 +36,7 @@ type options struct {
 	replicaRebuildTimeout   time.Duration
 	maxReplacements         int
 	orphanVolumeGrace       time.Duration
+	certificateValidity     time.Duration
 	storageNamespace        string
 	managerNamespace        string
 
@@ -74,15 +75,16 @@ func (c controllerSet) leaderElectionID() string {
 // half is refused: a manifest that still passes, say, --csi-controller-socket
 // to the fleet operator would otherwise start with no CSI controller at all.
 var flagHalves = map[string]controllerSet{
-	"member-replacement-delay":    controllersFleet,
-	"fleet-namespaces":            controllersFleet,
-	"replica-runtime":             controllersStorage,
-	"replica-replacement-delay":   controllersStorage,
-	"replica-rebuild-timeout":     controllersStorage,
-	"max-concurrent-replacements": controllersStorage,
-	"orphan-volume-grace":         controllersStorage,
-	"manager-namespace":           controllersStorage,
-	"csi-controller-socket":       controllersStorage,
+	"member-replacement-delay":     controllersFleet,
+	"fleet-namespaces":             controllersFleet,
+	"replica-runtime":              controllersStorage,
+	"replica-replacement-delay":    controllersStorage,
+	"replica-rebuild-timeout":      controllersStorage,
+	"max-concurrent-replacements":  controllersStorage,
+	"orphan-volume-grace":          controllersStorage,
+	"manager-namespace":            controllersStorage,
+	"csi-controller-socket":        controllersStorage,
+	"replica-certificate-validity": controllersStorage,
 }
 
 func parseFlags(args []string) (options, error) {
@@ -123,6 +125,8 @@ func parseFlags(args []string) (options, error) {
 		"how many replica replacements may be in progress at once across the cluster (at least 1); one per volume at most, whatever this says")
 	fs.DurationVar(&o.orphanVolumeGrace, "orphan-volume-grace", volume.DefaultOrphanGracePeriod,
 		"how long a ReplicatedVolume may be without its source claim and without a PersistentVolume before it is deleted (at least 1m: the provisioner may still be retrying)")
+	fs.DurationVar(&o.certificateValidity, "replica-certificate-validity", volume.DefaultCertificateValidity,
+		"life of a replica's certificate, renewed by the volume controller two thirds into it (at least 1h, at most 43800h)")
 	fs.StringVar(&o.storageNamespace, "storage-namespace", "cellfleet-storage",
 		"namespace of the NODE DaemonSet, the VolumeReplicas, backing claims, replica Services and the Secrets nodes read")
 	fs.StringVar(&o.managerNamespace, "manager-namespace", "cellfleet-system",
@@ -214,6 +218,11 @@ func validateVolumeFlags(o options) error {
 	if o.orphanVolumeGrace < volume.MinOrphanGracePeriod {
 		return fmt.Errorf("--orphan-volume-grace=%s is below the minimum of %s: the provisioner may still be retrying "+
 			"or creating the PersistentVolume", o.orphanVolumeGrace, volume.MinOrphanGracePeriod)
+	}
+	if o.certificateValidity < volume.MinCertificateValidity || o.certificateValidity > volume.MaxCertificateValidity {
+		return fmt.Errorf("--replica-certificate-validity=%s must be between %s and %s: the hosts load a renewed "+
+			"certificate during the last third of the old one's life", o.certificateValidity,
+			volume.MinCertificateValidity, volume.MaxCertificateValidity)
 	}
 	for flag, ns := range map[string]string{"--storage-namespace": o.storageNamespace, "--manager-namespace": o.managerNamespace} {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {

@@ -151,6 +151,22 @@ func TestVolumeControllerFlags(t *testing.T) {
 		{name: "one namespace for CA keys and nodes refused", args: []string{"--storage-namespace=x", "--manager-namespace=x"},
 			wantErr: "CA keys would be readable"},
 		{name: "bad storage namespace refused", args: []string{"--storage-namespace=Bad_NS"}, wantErr: "--storage-namespace"},
+		{name: "certificate validity: 90 days by default", check: func(o options) string {
+			if o.certificateValidity != 90*24*time.Hour {
+				return "validity not 2160h"
+			}
+			return ""
+		}},
+		{name: "certificate validity of 1h accepted", args: []string{"--replica-certificate-validity=1h"}, check: func(o options) string {
+			if o.certificateValidity != time.Hour {
+				return "validity not 1h"
+			}
+			return ""
+		}},
+		{name: "certificate validity below 1h refused", args: []string{"--replica-certificate-validity=59m"},
+			wantErr: "--replica-certificate-validity=59m0s must be between 1h0m0s and 43800h0m0s"},
+		{name: "certificate validity past half the CA's life refused", args: []string{"--replica-certificate-validity=43801h"},
+			wantErr: "--replica-certificate-validity=43801h0m0s must be between"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

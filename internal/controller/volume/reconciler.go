@@ -71,6 +71,9 @@ type Options struct {
 	// claim and without a PersistentVolume before it is collected
 	// (orphan.go); zero means DefaultOrphanGracePeriod.
 	OrphanGracePeriod time.Duration
+	// CertificateValidity is the life of a replica certificate, renewed
+	// two thirds into it (trust.go); zero means DefaultCertificateValidity.
+	CertificateValidity time.Duration
 	// APIReader reads around the cache (ports, secrets, claims at teardown).
 	// Defaults to the client.
 	APIReader client.Reader
@@ -94,6 +97,7 @@ type Reconciler struct {
 	rebuildTimeout   time.Duration
 	maxReplacements  int
 	orphanGrace      time.Duration
+	certValidity     time.Duration
 	recorder         events.EventRecorder
 	metrics          *Metrics
 	log              *slog.Logger
@@ -134,13 +138,19 @@ func New(c client.Client, scheme *runtime.Scheme, opts Options) (*Reconciler, er
 	if opts.OrphanGracePeriod == 0 {
 		opts.OrphanGracePeriod = DefaultOrphanGracePeriod
 	}
+	if opts.CertificateValidity == 0 {
+		opts.CertificateValidity = DefaultCertificateValidity
+	}
+	if opts.CertificateValidity < 0 || opts.CertificateValidity > MaxCertificateValidity {
+		return nil, fmt.Errorf("certificate validity %s must be positive and at most %s", opts.CertificateValidity, MaxCertificateValidity)
+	}
 	if opts.ReplicaRebuildTimeout < 0 || opts.OrphanGracePeriod < 0 {
 		return nil, fmt.Errorf("replica rebuild timeout %s and orphan grace period %s must be positive", opts.ReplicaRebuildTimeout, opts.OrphanGracePeriod)
 	}
 	r := &Reconciler{client: c, reader: opts.APIReader, scheme: scheme, namespace: opts.Namespace,
 		managerNamespace: opts.ManagerNamespace, ports: opts.Ports, replacementDelay: opts.ReplicaReplacementDelay,
 		rebuildTimeout: opts.ReplicaRebuildTimeout, maxReplacements: opts.MaxConcurrentReplacements, orphanGrace: opts.OrphanGracePeriod,
-		recorder: opts.Recorder, metrics: opts.Metrics, log: opts.Logger}
+		certValidity: opts.CertificateValidity, recorder: opts.Recorder, metrics: opts.Metrics, log: opts.Logger}
 	if r.reader == nil {
 		r.reader = c
 	}
@@ -252,7 +262,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil // its deletion event starts the teardown
 	}
 	o := outcome{set: set}
-	o.pending, o.replace, o.short, o.placedErr = r.provision(ctx, rv, &o.set)
+	o.placedErr = r.provision(ctx, rv, &o)
 	err = o.placedErr
 	if o.placedErr != nil {
 		r.log.Warn("provisioning stopped", "volume", rv.Name, "err", o.placedErr)
@@ -266,7 +276,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if o.pending != nil {
 		return ctrl.Result{RequeueAfter: pendingRequeue}, nil
 	}
-	return ctrl.Result{RequeueAfter: soonest(o.replace.requeue, orphanIn)}, nil
+	return ctrl.Result{RequeueAfter: soonest(o.replace.requeue, orphanIn, renewalIn(o.renewAt))}, nil
 }
 
 // soonest is the shortest positive duration (0 when none is).
@@ -280,58 +290,59 @@ func soonest(ds ...time.Duration) time.Duration {
 	return out
 }
 
-// provision runs the creation steps in order; a replacement step runs
-// after placement, so the objects of a replica it allocates are created in
-// the same reconcile. short names the backing claims that do not hold the
-// volume's capacity yet (growth.go).
-func (r *Reconciler) provision(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume, set *replicaSet) (*eligibility, replacement, []string, error) {
-	var rep replacement
+// provision runs the creation steps in order, recording in o what they
+// found; a replacement step runs after placement, so the objects of a
+// replica it allocates are created in the same reconcile. o.short names the
+// backing claims that do not hold the volume's capacity yet (growth.go);
+// o.renewAt is the soonest renewal of a replica's certificate (trust.go).
+func (r *Reconciler) provision(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume, o *outcome) error {
 	if controllerutil.AddFinalizer(rv, storagev1alpha1.FinalizerVolumeTeardown) {
 		if err := r.client.Update(ctx, rv); err != nil {
-			return nil, rep, nil, fmt.Errorf("add finalizer to volume %s: %w", rv.Name, err)
+			return fmt.Errorf("add finalizer to volume %s: %w", rv.Name, err)
 		}
 	}
 	trust, err := r.ensureCA(ctx, rv)
 	if err != nil {
-		return nil, rep, nil, err
+		return err
 	}
-	pending, err := r.place(ctx, rv, set)
-	if err != nil {
-		return nil, rep, nil, err
+	if o.pending, err = r.place(ctx, rv, &o.set); err != nil {
+		o.pending = nil
+		return err
 	}
-	if pending != nil {
-		r.event(rv, eventWarning, EventPending, "Place", "%s", pending.message(replicaCount(rv)))
-		return pending, rep, nil, nil
+	if o.pending != nil {
+		r.event(rv, eventWarning, EventPending, "Place", "%s", o.pending.message(replicaCount(rv)))
+		return nil
 	}
-	if rep, err = r.replace(ctx, rv, set); err != nil {
-		return nil, rep, nil, fmt.Errorf("replacement: %w", err)
+	if o.replace, err = r.replace(ctx, rv, &o.set); err != nil {
+		return fmt.Errorf("replacement: %w", err)
 	}
-	if err := r.syncPeers(ctx, *set); err != nil {
-		return nil, rep, nil, err
+	if err := r.syncPeers(ctx, o.set); err != nil {
+		return err
 	}
-	var short []string
-	for _, vr := range *set {
+	for _, vr := range o.set {
 		if !member(vr) {
 			continue
 		}
-		if err := r.ensureReplicaSecret(ctx, rv, trust, vr); err != nil {
-			return nil, rep, short, err
+		renewAt, err := r.ensureReplicaSecret(ctx, rv, trust, vr)
+		if err != nil {
+			return err
 		}
+		o.renewAt = earliest(o.renewAt, renewAt)
 		held, err := r.ensureClaim(ctx, rv, vr)
 		if err != nil {
-			return nil, rep, short, err
+			return err
 		}
 		if !held {
-			short = append(short, vr.Spec.BackingClaimName)
+			o.short = append(o.short, vr.Spec.BackingClaimName)
 		}
 		if err := r.ensureService(ctx, rv, vr); err != nil {
-			return nil, rep, short, err
+			return err
 		}
 	}
-	if err := r.syncCapacity(ctx, rv, *set, short); err != nil {
-		return nil, rep, short, err
+	if err := r.syncCapacity(ctx, rv, o.set, o.short); err != nil {
+		return err
 	}
-	return nil, rep, short, r.ensureMountSecret(ctx, rv, trust)
+	return r.ensureMountSecret(ctx, rv, trust)
 }
 
 func (r *Reconciler) reconcileDeletion(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume, set replicaSet) (ctrl.Result, error) {

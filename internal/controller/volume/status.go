@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -112,6 +113,7 @@ type outcome struct {
 	uncertain bool         // the API answered ambiguously during teardown
 	short     []string     // backing claims not yet holding spec.capacity
 	replace   replacement  // the replacement step (replacement.go)
+	renewAt   time.Time    // the soonest renewal of a replica's certificate (trust.go)
 }
 
 // buildStatus is the volume's status from one reconcile's outcome.

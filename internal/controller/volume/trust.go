@@ -14,6 +14,17 @@ package volume
 //     the mount token, for the node plugin's mount owner.
 // A CA Secret that exists but cannot be read is an error, never replaced: a
 // new CA would silently cut the running replicas off from each other.
+//
+// Renewal (docs/volume-controller.md, "Certificate renewal"): a replica's
+// certificate lives CertificateValidity (--replica-certificate-validity)
+// and is replaced, by the same CA and with the same SANs, two thirds into
+// its life; the reconcile is requeued for that moment. Both certificates
+// chain to the one CA, so every peer and mount owner accepts the old one
+// until it expires and the new one from its issue: the last third is the
+// overlap in which the hosts load the new one (kubehost's credentials
+// refresh, host/credentials.go). A certificate that would outlive one issued
+// now (made under a longer validity) is replaced at once. The CA and the
+// tokens are not rotated.
 
 import (
 	"bytes"
@@ -30,11 +41,15 @@ import (
 	"github.com/cellfleet/cellfleet/internal/replica/pki"
 )
 
-// Validity of the volume's CA and replica certificates. Rotation is not
-// implemented yet, so they outlive any volume this release provisions.
+// Lifetimes. A replica certificate lives CertificateValidity (the flag,
+// default 90 days; at least an hour, so the hosts' refresh has a third of it
+// to load the renewed one; at most half the CA's life); the volume's CA,
+// which is not rotated, outlives any volume.
 const (
-	caValidity   = 10 * 365 * 24 * time.Hour
-	certValidity = 10 * 365 * 24 * time.Hour
+	DefaultCertificateValidity = 90 * 24 * time.Hour
+	MinCertificateValidity     = time.Hour
+	MaxCertificateValidity     = caValidity / 2
+	caValidity                 = 10 * 365 * 24 * time.Hour
 )
 
 // volumeTrust is a volume's CA and tokens, read from its CA Secret.
@@ -96,13 +111,14 @@ func (r *Reconciler) createCA(ctx context.Context, rv *storagev1alpha1.Replicate
 	return s, nil
 }
 
-// ensureReplicaSecret writes one replica's material unless it exists and
-// was issued by the volume's CA.
-func (r *Reconciler) ensureReplicaSecret(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume, t *volumeTrust, vr *storagev1alpha1.VolumeReplica) error {
+// ensureReplicaSecret writes one replica's material unless it exists, was
+// issued by the volume's CA and its certificate is not yet due for renewal.
+// It returns when that renewal is due.
+func (r *Reconciler) ensureReplicaSecret(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume, t *volumeTrust, vr *storagev1alpha1.VolumeReplica) (time.Time, error) {
 	name := replicaSecretName(vr.Name)
 	dns := serviceDNSName(vr.Name, r.namespace)
 	build := func() (map[string][]byte, error) {
-		cert, key, err := t.ca.Issue([]string{dns, dns + ".cluster.local"}, certValidity)
+		cert, key, err := t.ca.Issue([]string{dns, dns + ".cluster.local"}, r.certValidity)
 		if err != nil {
 			return nil, fmt.Errorf("issue certificate of replica %s: %w", vr.Name, err)
 		}
@@ -117,7 +133,19 @@ func (r *Reconciler) ensureReplicaSecret(ctx context.Context, rv *storagev1alpha
 	meta := r.childMeta(rv, r.namespace, name)
 	meta.Labels[storagev1alpha1.LabelNode] = vr.Spec.Node
 	meta.Labels[storagev1alpha1.LabelReplica] = vr.Name
-	return r.ensureSecret(ctx, rv, meta, t, build)
+	return r.ensureSecret(ctx, rv, meta, t, build, r.renewalDue)
+}
+
+// renewalDue is when the certificate in a replica Secret's data must be
+// replaced: two thirds into its life (pki.RenewalDue), or now when it
+// cannot be read or expires after one issued now would.
+func (r *Reconciler) renewalDue(data map[string][]byte) time.Time {
+	now := time.Now()
+	cert, err := pki.ParseCertificate(data[storagev1alpha1.SecretKeyCert])
+	if err != nil || cert.NotAfter.After(now.Add(r.certValidity)) {
+		return now
+	}
+	return pki.RenewalDue(cert)
 }
 
 // ensureMountSecret writes what a mount owner needs, and nothing more.
@@ -128,43 +156,75 @@ func (r *Reconciler) ensureMountSecret(ctx context.Context, rv *storagev1alpha1.
 			storagev1alpha1.SecretKeyMountToken: t.mountToken,
 		}, nil
 	}
-	return r.ensureSecret(ctx, rv, r.childMeta(rv, r.namespace, mountSecretName(rv.Name)), t, build)
+	_, err := r.ensureSecret(ctx, rv, r.childMeta(rv, r.namespace, mountSecretName(rv.Name)), t, build, nil)
+	return err
 }
 
 // ensureSecret creates a Secret from build, or rewrites one of this volume
 // whose CA certificate is not the volume's (left by an interrupted earlier
-// attempt). A Secret at the name that belongs to something else is an error.
+// attempt) or, with due, whose renewal is due. It returns when the
+// renewal of what the Secret now holds is due (zero without due). A Secret
+// at the name that belongs to something else is an error.
 func (r *Reconciler) ensureSecret(ctx context.Context, rv *storagev1alpha1.ReplicatedVolume, meta metav1.ObjectMeta, t *volumeTrust,
-	build func() (map[string][]byte, error)) error {
+	build func() (map[string][]byte, error), due func(map[string][]byte) time.Time) (time.Time, error) {
+	dueOf := func(data map[string][]byte) time.Time {
+		if due == nil {
+			return time.Time{}
+		}
+		return due(data)
+	}
 	cur := &corev1.Secret{}
 	err := r.reader.Get(ctx, client.ObjectKey{Namespace: meta.Namespace, Name: meta.Name}, cur)
 	switch {
 	case apierrors.IsNotFound(err):
 		data, err := build()
 		if err != nil {
-			return err
+			return time.Time{}, err
 		}
 		s := &corev1.Secret{ObjectMeta: meta, Type: corev1.SecretTypeOpaque, Data: data}
 		if err := r.client.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create secret %s/%s: %w", meta.Namespace, meta.Name, err)
+			return time.Time{}, fmt.Errorf("create secret %s/%s: %w", meta.Namespace, meta.Name, err)
 		}
-		return nil
+		return dueOf(data), nil
 	case err != nil:
-		return fmt.Errorf("read secret %s/%s: %w", meta.Namespace, meta.Name, err)
+		return time.Time{}, fmt.Errorf("read secret %s/%s: %w", meta.Namespace, meta.Name, err)
 	}
 	if !ownedBy(cur, rv) {
-		return fmt.Errorf("secret %s/%s exists and is not volume %s's: it is left alone", meta.Namespace, meta.Name, rv.Name)
+		return time.Time{}, fmt.Errorf("secret %s/%s exists and is not volume %s's: it is left alone", meta.Namespace, meta.Name, rv.Name)
 	}
-	if bytes.Equal(cur.Data[storagev1alpha1.SecretKeyCACert], t.ca.CertPEM) {
-		return nil
+	sameCA := bytes.Equal(cur.Data[storagev1alpha1.SecretKeyCACert], t.ca.CertPEM)
+	at := dueOf(cur.Data)
+	renew := !at.IsZero() && !at.After(time.Now())
+	if sameCA && !renew {
+		return at, nil
 	}
 	data, err := build()
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	cur.Data = data
 	if err := r.client.Update(ctx, cur); err != nil {
-		return fmt.Errorf("rewrite secret %s/%s for the volume's CA: %w", meta.Namespace, meta.Name, err)
+		return time.Time{}, fmt.Errorf("rewrite secret %s/%s (for the volume's CA: %t, renewal due: %t): %w",
+			meta.Namespace, meta.Name, !sameCA, renew, err)
 	}
-	return nil
+	if renew {
+		r.log.Info("renewed replica certificate", "volume", rv.Name, "secret", meta.Namespace+"/"+meta.Name, "renewalDue", at)
+	}
+	return dueOf(data), nil
+}
+
+// earliest is the earlier of two times, a zero time being none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// renewalIn is how long until at, at least a second; zero for a zero time.
+func renewalIn(at time.Time) time.Duration {
+	if at.IsZero() {
+		return 0
+	}
+	return max(time.Until(at), time.Second)
 }

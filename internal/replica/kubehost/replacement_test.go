@@ -18,6 +18,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,8 +89,11 @@ type ledger struct {
 	ino    uint64
 	mu     sync.Mutex
 	acks   map[uint64]uint64
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	// failures counts the dials and writes that failed (and were tried
+	// again): a replacement expects some, a rotation none.
+	failures atomic.Int64
+	stop     chan struct{}
+	wg       sync.WaitGroup
 }
 
 // startWrites creates a file on the volume and writes to it continuously
@@ -125,6 +129,7 @@ func (fx *fixture) startWrites(ctx context.Context, volumeName string) *ledger {
 					cl, err = rclient.Dial(ctx, cfg)
 				}
 				if err != nil {
+					led.failures.Add(1)
 					cl = nil
 					time.Sleep(200 * time.Millisecond)
 					continue
@@ -134,6 +139,7 @@ func (fx *fixture) startWrites(ctx context.Context, volumeName string) *ledger {
 			binary.LittleEndian.PutUint64(b[:], k+1)
 			slot := k % 4096
 			if _, err := cl.Write(ctx, led.ino, slot*8, b[:]); err != nil {
+				led.failures.Add(1)
 				cl.Close()
 				cl = nil // the coordinator may have moved to the new replica: dial the current set
 				continue

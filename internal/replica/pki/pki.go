@@ -22,6 +22,33 @@ import (
 	"time"
 )
 
+// ClockSkew is how long before its issue a certificate's validity starts,
+// so a peer whose clock is behind accepts it at once.
+const ClockSkew = time.Hour
+
+// RenewalDue is when a certificate this package issued should be replaced:
+// two thirds into the life it was issued for (from its issue, NotBefore
+// plus ClockSkew, to its NotAfter). The last third is the overlap in which the old and the
+// new certificate are both valid (docs/volume-controller.md, "Certificate
+// renewal").
+func RenewalDue(cert *x509.Certificate) time.Time {
+	issued := cert.NotBefore.Add(ClockSkew)
+	return issued.Add(cert.NotAfter.Sub(issued) * 2 / 3)
+}
+
+// ParseCertificate parses the first certificate of a PEM block.
+func ParseCertificate(certPEM []byte) (*x509.Certificate, error) {
+	b, _ := pem.Decode(certPEM)
+	if b == nil || b.Type != "CERTIFICATE" {
+		return nil, errors.New("no PEM certificate")
+	}
+	c, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parse certificate: %w", err)
+	}
+	return c, nil
+}
+
 // CA is a volume's certificate authority.
 type CA struct {
 	Cert    *x509.Certificate
@@ -39,7 +66,7 @@ func NewCA(volume string, validFor time.Duration) (*CA, error) {
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial(),
 		Subject:               pkix.Name{CommonName: "cellfleet volume " + volume + " CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
+		NotBefore:             time.Now().Add(-ClockSkew),
 		NotAfter:              time.Now().Add(validFor),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 		BasicConstraintsValid: true,
@@ -95,7 +122,7 @@ func (ca *CA) Issue(dnsNames []string, validFor time.Duration) (certPEM, keyPEM 
 		SerialNumber: serial(),
 		Subject:      pkix.Name{CommonName: dnsNames[0]},
 		DNSNames:     dnsNames,
-		NotBefore:    time.Now().Add(-time.Hour),
+		NotBefore:    time.Now().Add(-ClockSkew),
 		NotAfter:     time.Now().Add(validFor),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},

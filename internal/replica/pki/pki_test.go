@@ -39,3 +39,29 @@ func TestIssuedCertificatesVerifyOnlyAgainstTheirVolumesCA(t *testing.T) {
 		t.Fatalf("a certificate without a SAN must be refused")
 	}
 }
+
+func TestRenewalIsDueTwoThirdsIntoTheLifeACertificateWasIssuedFor(t *testing.T) {
+	ca, err := NewCA("a", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	certPEM, _, err := ca.Issue([]string{"a-r0.test"}, 90*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	cert, err := ParseCertificate(certPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := RenewalDue(cert)
+	// NotBefore and NotAfter are whole seconds: allow one either side.
+	lo, hi := before.Add(60*time.Second-time.Second), after.Add(60*time.Second+time.Second)
+	if due.Before(lo) || due.After(hi) {
+		t.Fatalf("renewal due at %s, want two thirds into a 90s life issued between %s and %s", due, before, after)
+	}
+	if _, err := ParseCertificate([]byte("not PEM")); err == nil {
+		t.Fatal("a non-PEM certificate must be refused")
+	}
+}

@@ -98,6 +98,10 @@ type Stack struct {
 	// RebuildTimeout is the controller's --replica-rebuild-timeout (zero:
 	// its default); tests set it below the flag's minimum.
 	RebuildTimeout time.Duration
+	// CertificateValidity is the controller's
+	// --replica-certificate-validity (zero: its default); tests set it
+	// to seconds, below the flag's minimum.
+	CertificateValidity time.Duration
 	// APIGated routes the hosts' API connections through a gate the test
 	// can cut (CutAPI, OpenAPI: apigate.go); set it before StartHosts.
 	APIGated   bool
@@ -182,7 +186,7 @@ func (s *Stack) StartController(ports volume.PortRange) {
 	}
 	r, err := volume.New(s.audit(mgr.GetClient()), s.Env.Scheme, volume.Options{Namespace: s.NS, ManagerNamespace: s.ManagerNS,
 		APIReader: mgr.GetAPIReader(), Ports: ports, ReplicaReplacementDelay: s.ReplacementDelay, OrphanGracePeriod: grace,
-		ReplicaRebuildTimeout: s.RebuildTimeout})
+		ReplicaRebuildTimeout: s.RebuildTimeout, CertificateValidity: s.CertificateValidity})
 	if err != nil {
 		s.T.Fatal(err)
 	}
