@@ -203,9 +203,12 @@ func (r *Reconciler) ensureSecret(ctx context.Context, rv *storagev1alpha1.Repli
 		return time.Time{}, err
 	}
 	cur.Data = data
+	why := "for the volume's CA"
+	if sameCA {
+		why = "to renew its certificate, due " + at.UTC().Format(time.RFC3339)
+	}
 	if err := r.client.Update(ctx, cur); err != nil {
-		return time.Time{}, fmt.Errorf("rewrite secret %s/%s (for the volume's CA: %t, renewal due: %t): %w",
-			meta.Namespace, meta.Name, !sameCA, renew, err)
+		return time.Time{}, fmt.Errorf("rewrite secret %s/%s %s: %w", meta.Namespace, meta.Name, why, err)
 	}
 	if renew {
 		r.log.Info("renewed replica certificate", "volume", rv.Name, "secret", meta.Namespace+"/"+meta.Name, "renewalDue", at)
