@@ -24,21 +24,32 @@ func TestMemberReplacementDelayFlag(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			o, err := parseFlags(tc.args)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("parseFlags(%q) error = %v, want one containing %q", tc.args, err, tc.wantErr)
-				}
+			o, ok := mustParse(t, tc.args, tc.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatalf("parseFlags(%q): %v", tc.args, err)
 			}
 			if o.memberReplacementDelay != tc.want {
 				t.Fatalf("member replacement delay = %s, want %s", o.memberReplacementDelay, tc.want)
 			}
 		})
 	}
+}
+
+// mustParse parses args. With wantErr set it wants them refused with an
+// error containing it, and reports false; else it wants them accepted.
+func mustParse(t *testing.T, args []string, wantErr string) (options, bool) {
+	t.Helper()
+	o, err := parseFlags(args)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("parseFlags(%q) error = %v, want one containing %q", args, err, wantErr)
+		}
+		return o, false
+	}
+	if err != nil {
+		t.Fatalf("parseFlags(%q): %v", args, err)
+	}
+	return o, true
 }
 
 func TestFleetNamespacesFlag(t *testing.T) {
@@ -170,16 +181,9 @@ func TestVolumeControllerFlags(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"--controllers=storage"}, tc.args...)
-			o, err := parseFlags(args)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("parseFlags(%q) error = %v, want one containing %q", args, err, tc.wantErr)
-				}
+			o, ok := mustParse(t, append([]string{"--controllers=storage"}, tc.args...), tc.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatalf("parseFlags(%q): %v", args, err)
 			}
 			if tc.check != nil {
 				if msg := tc.check(o); msg != "" {
@@ -220,15 +224,9 @@ func TestControllersFlagSelectsOneHalfAndRefusesTheOtherHalfsFlags(t *testing.T)
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			o, err := parseFlags(tc.args)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("parseFlags(%q) error = %v, want one containing %q", tc.args, err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil || o.controllers != tc.want {
-				t.Fatalf("parseFlags(%q) = %q, %v; want %q", tc.args, o.controllers, err, tc.want)
+			o, ok := mustParse(t, tc.args, tc.wantErr)
+			if ok && o.controllers != tc.want {
+				t.Fatalf("parseFlags(%q) runs %q, want %q", tc.args, o.controllers, tc.want)
 			}
 		})
 	}
