@@ -327,18 +327,24 @@ func deleteFleet(t *testing.T, name string) {
 		t.Errorf("cleanup: fleet %s still present 2 minutes after its deletion", name)
 	}
 	var claims corev1.PersistentVolumeClaimList
-	if err := env.Client.List(ctx, &claims, client.InNamespace(fleetNamespace)); err == nil {
-		for i := range claims.Items {
-			if strings.HasPrefix(claims.Items[i].Name, "data-"+name+"-") {
-				env.Client.Delete(ctx, &claims.Items[i])
+	if err := env.Client.List(ctx, &claims, client.InNamespace(fleetNamespace)); err != nil {
+		t.Errorf("cleanup: list the claims of fleet %s: %v", name, err)
+	}
+	for i := range claims.Items {
+		if strings.HasPrefix(claims.Items[i].Name, "data-"+name+"-") {
+			if err := env.Client.Delete(ctx, &claims.Items[i]); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("cleanup: delete claim %s: %v", claims.Items[i].Name, err)
 			}
 		}
 	}
 	var res celldv1alpha1.CelldStorageReservationList
-	if err := env.Client.List(ctx, &res); err == nil {
-		for i := range res.Items {
-			if res.Items[i].Spec.Bucket == "qual-"+name {
-				env.Client.Delete(ctx, &res.Items[i])
+	if err := env.Client.List(ctx, &res); err != nil {
+		t.Errorf("cleanup: list the storage reservations: %v", err)
+	}
+	for i := range res.Items {
+		if res.Items[i].Spec.Bucket == "qual-"+name {
+			if err := env.Client.Delete(ctx, &res.Items[i]); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("cleanup: delete storage reservation %s: %v", res.Items[i].Name, err)
 			}
 		}
 	}
