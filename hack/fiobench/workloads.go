@@ -53,7 +53,10 @@ func stream(ctx context.Context, b *bench, t target) ([]row, error) {
 	var rates []float64
 	var ms int64
 	for k := range b.opt.gib {
-		args := []string{"--rw=write", "--bs=1m", "--offset=" + gib(k), "--size=1g"}
+		// Each GiB is appended: a write job whose file is smaller than
+		// its offset plus size makes fio unlink the file and start a new
+		// one, so "--offset" would leave only the last GiB's data.
+		args := []string{"--rw=write", "--bs=1m", "--file_append=1", "--size=1g"}
 		if k == b.opt.gib-1 {
 			args = append(args, "--end_fsync=1")
 		}
