@@ -148,7 +148,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg := host.Config{StateDir: file.StateDir, Limits: f.limits, SegmentSize: f.segmentSize, Logger: log}
+	cfg := host.Config{StateDir: file.StateDir, Limits: f.limits, SegmentSize: f.segmentSize, DialPeer: dialPeer, Logger: log}
 	if point := os.Getenv(host.HaltEnv); point != "" {
 		// Test-only: see internal/replica/host/fault.go.
 		cfg.HaltAt = host.FaultPoint(point)

@@ -11,6 +11,12 @@ package replica
 //     client retries) while its journal plus what it has admitted but not
 //     yet stored would pass J. A follower's journal holds only entries the
 //     coordinator's did and it checkpoints at the same J/2.
+//   - The chunks of deleted, truncated or punched ranges that only kept
+//     checkpoints still name are freed by later checkpoints. A worker
+//     checkpoints when they pass J/4, at most every heldInterval,
+//     even on an idle volume: a coordinator with nothing new to checkpoint
+//     commits a barrier, which gives every replica an entry to checkpoint
+//     at, so the second checkpoint after a deletion frees its chunks.
 //   - The entries a checkpoint leaves behind (raft's TrailingLogs) are the
 //     newest that fit in J/8 bytes, recomputed from the journal's own frame
 //     sizes before every check, and never more than the configured count.
@@ -77,13 +83,18 @@ const (
 	// of the committed entries stays in the backlog until a later entry is
 	// applied, and that entry may be the one waiting.
 	applyBacklogSlack = 1 << 20
+	// heldInterval spaces the checkpoints taken for chunks only kept
+	// checkpoints hold: under steady deletions the bound is passed again
+	// at once, and each checkpoint flushes every chunk made since the last.
+	heldInterval = 5 * time.Second
 )
 
 // journalBounds are a worker's byte bounds, derived from J.
 type journalBounds struct {
-	limit    int64 // J: the coordinator admits nothing beyond it
-	trigger  int64 // a checkpoint is taken past it
-	trailing int64 // bytes of entries a checkpoint leaves behind
+	limit    int64  // J: the coordinator admits nothing beyond it
+	trigger  int64  // a checkpoint is taken past it
+	trailing int64  // bytes of entries a checkpoint leaves behind
+	held     uint64 // deleted chunks only kept checkpoints name: a checkpoint past it
 	maxCount uint64
 }
 
@@ -96,7 +107,7 @@ func (c *Config) journalBounds() journalBounds {
 	if maxCount == 0 {
 		maxCount = raft.DefaultConfig().TrailingLogs
 	}
-	return journalBounds{limit: j, trigger: j / 2, trailing: j / 8, maxCount: maxCount}
+	return journalBounds{limit: j, trigger: j / 2, trailing: j / 8, held: uint64(j / 4), maxCount: maxCount}
 }
 
 // initialTrailing is TrailingLogs before the journal's sizes are known:
@@ -124,11 +135,13 @@ func (w *Worker) admit(n int) (release func(), err error) {
 }
 
 // boundJournal keeps the trailing entries within their byte budget and
-// checkpoints when the journal passes its trigger.
+// checkpoints when the journal passes its trigger, or when deleted chunks
+// only kept checkpoints name pass theirs.
 func (w *Worker) boundJournal() {
 	defer w.wg.Done()
 	t := time.NewTicker(boundInterval)
 	defer t.Stop()
+	var heldAt time.Time
 	for {
 		select {
 		case <-w.stop:
@@ -139,20 +152,51 @@ func (w *Worker) boundJournal() {
 		}
 		w.wal.DropIdle(time.Now())
 		w.retainTrailing()
-		if w.wal.Bytes() < w.bounds.trigger {
-			continue
-		}
-		err := w.raft.Snapshot().Error()
 		switch {
-		case err == nil:
-			w.log.Debug("checkpoint taken at the journal's byte trigger", "journalBytes", w.wal.Bytes())
-		case errors.Is(err, raft.ErrNothingNewToSnapshot), errors.Is(err, fsm.ErrCapturePending):
-		case errors.Is(err, raft.ErrRaftShutdown):
-			return
-		default:
-			w.log.Warn("checkpoint at the journal's byte trigger failed", "journalBytes", w.wal.Bytes(), "error", err)
+		case w.wal.Bytes() >= w.bounds.trigger:
+			if _, running := w.checkpoint("the journal's byte trigger"); !running {
+				return
+			}
+		case time.Since(heldAt) >= heldInterval && w.fsm.Orphaned() >= w.bounds.held:
+			heldAt = time.Now()
+			if !w.releaseHeld() {
+				return
+			}
 		}
 	}
+}
+
+// checkpoint takes a checkpoint for why. It reports whether raft had
+// nothing new to checkpoint, and false for running once raft has shut down.
+func (w *Worker) checkpoint(why string) (nothingNew, running bool) {
+	err := w.raft.Snapshot().Error()
+	switch {
+	case err == nil:
+		w.log.Debug("checkpoint taken", "reason", why, "journalBytes", w.wal.Bytes())
+	case errors.Is(err, raft.ErrNothingNewToSnapshot):
+		return true, true
+	case errors.Is(err, fsm.ErrCapturePending):
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return false, false
+	default:
+		w.log.Warn("checkpoint failed", "reason", why, "journalBytes", w.wal.Bytes(), "error", err)
+	}
+	return false, true
+}
+
+// releaseHeld checkpoints so that deleted chunks only kept checkpoints
+// name are freed. With nothing new to checkpoint (an idle volume after a deletion,
+// whose newest checkpoint already follows it while the older one still
+// names the deleted chunks), a coordinator commits a barrier: an entry
+// every replica can checkpoint at on its next pass.
+func (w *Worker) releaseHeld() bool {
+	nothingNew, running := w.checkpoint("deleted chunks only kept checkpoints hold")
+	if nothingNew && w.raft.State() == raft.Leader {
+		if err := w.raft.Barrier(boundInterval).Error(); err != nil {
+			w.log.Debug("barrier for a checkpoint failed", "error", err)
+		}
+	}
+	return running
 }
 
 // retainTrailing sets raft's TrailingLogs to the newest entries that fit in

@@ -101,6 +101,13 @@ type Config struct {
 	// mount token clients present; the host may replace them while the
 	// worker runs (mux/credentials.go).
 	Credentials *mux.CredentialSet
+	// DialPeer connects to another replica of the volume for the calls it
+	// answers from its own state: the chunks of a checkpoint it sent
+	// (chunkpeer.go). The client is outside the replica's dependencies
+	// (doc.go), so the process gives it (cmd/replica-host: client.DialPeer).
+	// Nil: a follower that needs a checkpoint's chunks fails its restore
+	// and raft retries.
+	DialPeer DialPeer
 
 	Capacity    uint64
 	MaxSessions int  // exactly-once sessions kept (0: fsm default, 256)

@@ -25,7 +25,6 @@ func (w *Worker) leadership(notify <-chan bool) {
 			return
 		case leader := <-notify:
 			w.lead.Store(nil)
-			w.fsm.SetServesReads(leader)
 			if !leader {
 				w.log.Info("no longer coordinator")
 				continue

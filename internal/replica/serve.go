@@ -20,6 +20,9 @@ func (w *Worker) serve(ctx context.Context, call *wire.Call) wire.Reply {
 	if st, _ := w.State(); st != ReplicaStateRunning {
 		return wire.Reply{Status: wire.StatusUnavailable, Message: fmt.Sprintf("replica is %s", st)}
 	}
+	if call.Ops[0].Kind == wire.KindFetchChunk {
+		return w.serveChunk(call.Ops)
+	}
 	if call.Ops[0].Kind.Mutates() {
 		return w.propose(call)
 	}

@@ -29,13 +29,16 @@ type Worker struct {
 	state  atomic.Value // State
 	reason atomic.Value // string
 
-	id     journal.Identity
-	wal    *journal.Log
-	snaps  *journal.CheckpointStore
-	fsm    *fsm.FSM
-	mux    *mux.Mux
-	trans  *raftnet.Transport
-	raft   *raft.Raft
+	id    journal.Identity
+	wal   *journal.Log
+	snaps *journal.CheckpointStore
+	fsm   *fsm.FSM
+	mux   *mux.Mux
+	trans *raftnet.Transport
+	raft  *raft.Raft
+	// chunks fetches the chunks of a checkpoint the coordinator sends
+	// (chunkpeer.go).
+	chunks *chunkPeer
 	shared atomic.Pointer[raft.Raft] // raft, for goroutines that may run before Start returns
 	// applyWaits counts requests whose entries waited for the apply
 	// backlog (roomForEntries).
@@ -159,7 +162,13 @@ func (w *Worker) start() error {
 		return err
 	}
 	leading := func() bool { r := w.shared.Load(); return r != nil && r.State() == raft.Leader }
-	if w.snaps, err = journal.OpenCheckpoints(dir, 2, hl, w.cfg.Outbound, leading, fsm.ExpandCheckpoint); err != nil {
+	// The state machine opens first: its chunk store decides which
+	// checkpoints can be restored (fsm.FSM.ExpandCheckpoint), and so which
+	// one Usable finds.
+	if err := w.openFSM(); err != nil {
+		return err
+	}
+	if w.snaps, err = journal.OpenCheckpoints(dir, 2, hl, w.cfg.Outbound, leading, w.fsm.ExpandCheckpoint); err != nil {
 		return err
 	}
 	first, _ := w.wal.FirstIndex()
@@ -179,9 +188,6 @@ func (w *Worker) start() error {
 		if err := w.wal.Reset(); err != nil {
 			return fmt.Errorf("remove the journal tail superseded by checkpoint %d: %w", ckpt, err)
 		}
-	}
-	if err := w.openFSM(); err != nil {
-		return err
 	}
 	if err := w.openRaft(hl, verdict.Fresh); err != nil {
 		return err
@@ -206,10 +212,12 @@ func (w *Worker) initialise(id journal.Identity) error {
 }
 
 func (w *Worker) openFSM() error {
+	w.chunks = &chunkPeer{w: w}
 	f, err := fsm.New(fsm.Options{
 		Dir:     w.cfg.DataDir,
 		Capture: w.cfg.Capture,
 		Logger:  w.log,
+		Chunks:  w.chunks,
 		OnCheckpoint: func(n int64) {
 			if w.cfg.Observer != nil {
 				w.cfg.Observer.Checkpoint(w.cfg.Volume, w.cfg.Replica, n)
@@ -281,6 +289,7 @@ func (w *Worker) openRaft(hl hclog.Logger, fresh bool) error {
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
+	w.fsm.Started()
 	w.verify.r = w.raft
 	w.shared.Store(w.raft)
 	w.wg.Add(1)
@@ -402,6 +411,9 @@ func (w *Worker) closeParts() {
 	}
 	if w.fsm != nil {
 		w.fsm.Close()
+	}
+	if w.chunks != nil {
+		w.chunks.close()
 	}
 }
 

@@ -2,6 +2,7 @@ package replica_test
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -34,6 +35,14 @@ func freePort(t testing.TB) string {
 	return ln.Addr().String()
 }
 
+// dialPeer is cmd/replica-host's: the workers fetch a checkpoint's chunks
+// over the client's stream.
+func dialPeer(ctx context.Context, t replica.PeerTarget) (replica.ChunkFetcher, error) {
+	return client.DialPeer(ctx, client.Config{Volume: t.Volume, RootCAs: t.Credentials.CA,
+		Certificates: []tls.Certificate{t.Credentials.Certificate}, Token: t.Credentials.Token, Logger: t.Logger},
+		client.Endpoint{ID: t.ID, Address: t.Address, ServerName: t.ServerName})
+}
+
 // newGroup starts n in-process workers of one volume.
 func newGroup(t testing.TB, n int, tweak ...func(*replica.Config)) *group {
 	t.Helper()
@@ -64,7 +73,7 @@ func newGroup(t testing.TB, n int, tweak ...func(*replica.Config)) *group {
 		}
 		cfg := replica.Config{Volume: "vol", Replica: peers[i].ID, Generation: 1,
 			DataDir: filepath.Join(dir, peers[i].ID), Listen: peers[i].Address, Self: peers[i], Peers: others,
-			Bootstrap: i == 0, Credentials: creds, Capacity: 64 << 20,
+			Bootstrap: i == 0, Credentials: creds, DialPeer: dialPeer, Capacity: 64 << 20,
 			Timing: replica.Timing{HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
 				LeaderLeaseTimeout: 100 * time.Millisecond},
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}

@@ -1,17 +1,23 @@
 package fsm
 
-// Checkpoint format (docs/journal-format.md, "Checkpoints"):
+// Checkpoints (docs/journal-format.md, "Checkpoints"; docs/decisions/
+// 0010-chunked-store.md). A checkpoint is written in format 3: the
+// metadata and the chunk store's manifest, which names the chunks that hold
+// the files' bytes (they stay in the store, <dataDir>/store):
 //
-//	magic    8 bytes  "CFCKPT\x00\x01"
+//	magic    8 bytes  "CFCKPT\x00\x03"
 //	metaLen  uint32   big endian
 //	meta     metaLen  gob-encoded state (namespace, attributes, sessions)
-//	files    repeated: tag 0x01, ino uint64, size uint64, size bytes
-//	end      tag 0x00
+//	manLen   uint32   big endian
+//	manifest manLen   chunkstore.Manifest.Encode
 //	sum      32 bytes SHA-256 of every byte before it
 //
-// A checkpoint is staged in full and its checksum verified before anything
-// of it is installed; a torn or corrupted checkpoint is refused and the
-// installed state is left untouched.
+// A capture records the live chunk maps under the read lock (no system
+// call per chunk); Persist fdatasyncs and checksums only the chunks made
+// since the previous checkpoint. Restoring a checkpoint this replica wrote
+// copies nothing (the store keeps its manifest); one received from another
+// replica installs only the chunks this store lacks (restore.go). Formats 1
+// and 2 are read only (format1.go, format2.go).
 
 import (
 	"bufio"
@@ -22,24 +28,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"slices"
-	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
 
-	"github.com/cellfleet/cellfleet/internal/replica/wire"
+	"github.com/cellfleet/cellfleet/internal/replica/chunkstore"
 )
 
-var checkpointMagic = [8]byte{'C', 'F', 'C', 'K', 'P', 'T', 0, 1}
+var chunkedMagic = [8]byte{'C', 'F', 'C', 'K', 'P', 'T', 0, 3}
 
-const (
-	tagEnd  = 0
-	tagFile = 1
-	maxMeta = 1 << 30
-)
+// maxManifest bounds a format 3 manifest when it is read: about 124 bytes
+// per chunk, so 1 GiB names 8 TiB of 1 MiB chunks.
+const maxManifest = 1 << 30
 
 // ErrCapturePending reports that the host's checkpoint capture slots are all
 // in use; raft retries the capture at its next interval.
@@ -49,41 +50,28 @@ var ErrCapturePending = errors.New("checkpoint capture pending: the host's concu
 var ErrCheckpointCorrupt = errors.New("checkpoint corrupt")
 
 type snapshot struct {
-	f     *FSM
-	dir   string
-	meta  []byte
-	files []uint64
-	sizes map[uint64]uint64
-	done  func()
-	// sums, when set, are a linked checkpoint's file checksums, verified
-	// as write streams the files (linked.go).
-	sums map[uint64]uint32
-	// linked is what persistLinked linked, recorded once the store closed
-	// the checkpoint.
-	linked map[uint64]linkedFile
-	// inOrder are the checksums the apply kept of the bytes of files
-	// written in order (seqsum.go), of the first bytes or all of them.
-	inOrder map[uint64]seqPrefix
+	f         *FSM
+	meta      []byte
+	capture   *chunkstore.Capture
+	release   func()
+	persisted bool
+	once      sync.Once
 }
 
-// Snapshot captures the state at the last applied entry: metadata and a
-// hard link to every backing file (capture.go). Raft calls it between
-// applies, so the capture is consistent; Persist streams it while applies
-// continue. A failed state machine captures nothing: its state is not the
-// group's.
+// Snapshot captures the state at the last applied entry: the metadata and
+// the chunk store's live maps. Raft calls it between applies, so the
+// capture is consistent; Persist writes it while applies continue. A
+// failed state machine captures nothing: its state is not the group's.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	if err := f.Failed(); err != nil {
 		return nil, fmt.Errorf("no checkpoint of a failed state machine: %w", err)
 	}
+	release := func() {}
 	if f.opt.Capture != nil {
 		if !f.opt.Capture.TryAcquire() {
 			return nil, ErrCapturePending
 		}
-	}
-	release := func() {
-		if f.opt.Capture != nil {
-			f.opt.Capture.Release()
-		}
+		release = f.opt.Capture.Release
 	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -92,149 +80,131 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		release()
 		return nil, fmt.Errorf("encode checkpoint metadata: %w", err)
 	}
-	dir := filepath.Join(f.opt.Dir, "captures", strconv.FormatInt(time.Now().UnixNano(), 36))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		release()
-		return nil, fmt.Errorf("create capture directory: %w", err)
-	}
-	s := &snapshot{f: f, dir: dir, meta: meta.Bytes(), sizes: map[uint64]uint64{}, inOrder: map[uint64]seqPrefix{}}
-	s.done = func() { os.RemoveAll(dir); release() }
-	for ino, n := range f.st.Inodes {
-		if n.Attr.IsRegular() {
-			s.files = append(s.files, ino)
-			s.sizes[ino] = n.Attr.Size
-			if p := f.sums.prefix(ino, n.Attr.Size); p.n > 0 {
-				s.inOrder[ino] = p
-			}
-		}
-	}
-	slices.Sort(s.files)
-	for _, ino := range s.files {
-		if err := captureFile(f.files.path(ino), filepath.Join(dir, strconv.FormatUint(ino, 16))); err != nil {
-			s.done()
-			return nil, fmt.Errorf("capture backing file of inode %d: %w", ino, err)
-		}
-	}
-	return s, nil
+	return &snapshot{f: f, meta: meta.Bytes(), capture: f.store.Capture(f.st.Applied), release: release}, nil
 }
 
-// Persist writes the checkpoint to the snapshot store: linked (linked.go)
-// when the store keeps files beside it, else streamed.
+// Persist makes the capture a kept manifest of the chunk store, then
+// writes the checkpoint naming it. If the checkpoint is not kept, neither
+// is the manifest.
 func (s *snapshot) Persist(sink raft.SnapshotSink) error {
-	// Until this checkpoint is closed, no checksum of an earlier one may
-	// be reused: a failed checkpoint breaks the chain of links.
-	prev := s.f.lastLinked()
-	s.f.setLastLinked(nil)
-	var n int64
-	var err error
-	linked := false
-	if fs, ok := sink.(FilesSink); ok {
-		n, linked, err = s.persistLinked(fs, prev)
+	m, err := s.f.store.Persist(s.capture)
+	if errors.Is(err, chunkstore.ErrCollect) && m != nil {
+		s.f.log.Warn("collecting the chunk store's unreferenced chunks failed", "error", err)
+		err = nil
 	}
-	if err == nil && !linked {
-		n, err = s.write(sink)
+	if err == nil && m == nil {
+		err = errors.New("the chunk store kept no manifest")
 	}
 	if err != nil {
 		sink.Cancel()
 		return fmt.Errorf("persist checkpoint: %w", err)
 	}
-	if s.f.opt.OnCheckpoint != nil {
-		if linked {
-			// What the checkpoint holds: its manifest and the linked files.
-			for _, ino := range s.files {
-				n += int64(s.sizes[ino])
-			}
-		}
-		s.f.opt.OnCheckpoint(n)
+	s.persisted = true
+	n, err := writeChunked(sink, s.meta, m)
+	if err != nil {
+		sink.Cancel()
+		s.f.dropManifest(m.ID)
+		return fmt.Errorf("persist checkpoint: %w", err)
 	}
 	if err := sink.Close(); err != nil {
+		s.f.dropManifest(m.ID)
 		return err
 	}
-	if linked {
-		s.f.setLastLinked(s.linked)
+	if s.f.opt.OnCheckpoint != nil {
+		// What the checkpoint holds: its state file and the chunks named.
+		for _, e := range m.Entries {
+			n += int64(e.Len)
+		}
+		s.f.opt.OnCheckpoint(n)
 	}
 	return nil
 }
 
-func (s *snapshot) write(out io.Writer) (int64, error) {
-	h := sha256.New()
-	bw := bufio.NewWriterSize(io.MultiWriter(out, h), 256<<10)
-	cw := &countWriter{w: bw}
-	var hdr [17]byte
-	cw.Write(checkpointMagic[:])
-	binary.BigEndian.PutUint32(hdr[:4], uint32(len(s.meta)))
-	cw.Write(hdr[:4])
-	cw.Write(s.meta)
-	for _, ino := range s.files {
-		size := s.sizes[ino]
-		hdr[0] = tagFile
-		binary.BigEndian.PutUint64(hdr[1:9], ino)
-		binary.BigEndian.PutUint64(hdr[9:17], size)
-		cw.Write(hdr[:17])
-		path := filepath.Join(s.dir, strconv.FormatUint(ino, 16))
-		var err error
-		if s.sums != nil {
-			err = verifiedCopy(cw, path, size, s.sums[ino], ino)
-		} else {
-			err = copyExactly(cw, path, size)
+// Release drops the capture; chunks only it held are collected.
+func (s *snapshot) Release() {
+	s.once.Do(func() {
+		s.capture.Release()
+		s.release()
+		if !s.persisted {
+			if err := s.f.store.Collect(); err != nil {
+				s.f.log.Warn("collecting the chunk store's unreferenced chunks failed", "error", err)
+			}
 		}
-		if err != nil {
-			return cw.n, err
-		}
+	})
+}
+
+func (f *FSM) dropManifest(id uint64) {
+	if err := f.store.DropManifest(id); err != nil {
+		f.log.Warn("dropping the manifest of a checkpoint that was not kept failed", "manifest", id, "error", err)
 	}
-	cw.Write([]byte{tagEnd})
+}
+
+// writeChunked writes a format 3 checkpoint and returns its length.
+func writeChunked(out io.Writer, meta []byte, m *chunkstore.Manifest) (int64, error) {
+	man := m.Encode()
+	h := sha256.New()
+	cw := &countWriter{w: io.MultiWriter(out, h)}
+	var n [4]byte
+	cw.Write(chunkedMagic[:])
+	binary.BigEndian.PutUint32(n[:], uint32(len(meta)))
+	cw.Write(n[:])
+	cw.Write(meta)
+	binary.BigEndian.PutUint32(n[:], uint32(len(man)))
+	cw.Write(n[:])
+	cw.Write(man)
 	if cw.err != nil {
 		return cw.n, cw.err
 	}
-	if err := bw.Flush(); err != nil {
-		return cw.n, err
-	}
-	sum := h.Sum(nil)
-	if _, err := out.Write(sum); err != nil {
-		return cw.n, err
-	}
-	return cw.n + int64(len(sum)), nil
+	k, err := out.Write(h.Sum(nil))
+	return cw.n + int64(k), err
 }
 
-// copyExactly writes exactly size bytes of the file, zero-filling a sparse
-// tail beyond the backing file's end.
-func copyExactly(w io.Writer, path string, size uint64) error {
-	fh, err := os.Open(path)
+// readChunked reads a format 3 checkpoint, its checksum verified.
+func readChunked(r io.Reader) (*state, *chunkstore.Manifest, error) {
+	h := sha256.New()
+	tr := io.TeeReader(r, h)
+	var hdr [12]byte
+	if _, err := io.ReadFull(tr, hdr[:12]); err != nil || !bytes.Equal(hdr[:8], chunkedMagic[:]) {
+		return nil, nil, fmt.Errorf("%w: bad header", ErrCheckpointCorrupt)
+	}
+	meta, err := readSized(tr, binary.BigEndian.Uint32(hdr[8:12]), maxMeta, "metadata")
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer fh.Close()
-	return copySized(w, fh, size)
-}
-
-type zeroReader struct{}
-
-func (zeroReader) Read(p []byte) (int, error) {
-	clear(p)
-	return len(p), nil
-}
-
-type countWriter struct {
-	w   io.Writer
-	n   int64
-	err error
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	if c.err != nil {
-		return 0, c.err
+	if _, err := io.ReadFull(tr, hdr[:4]); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrCheckpointCorrupt, err)
 	}
-	k, err := c.w.Write(p)
-	c.n += int64(k)
-	c.err = err
-	return k, err
+	man, err := readSized(tr, binary.BigEndian.Uint32(hdr[:4]), maxManifest, "manifest")
+	if err != nil {
+		return nil, nil, err
+	}
+	want := h.Sum(nil)
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(r, got); err != nil || !bytes.Equal(got, want) {
+		return nil, nil, fmt.Errorf("%w: checksum mismatch", ErrCheckpointCorrupt)
+	}
+	m, err := chunkstore.DecodeManifest(bytes.NewReader(man))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrCheckpointCorrupt, err)
+	}
+	st, err := decodeState(meta)
+	return st, m, err
 }
 
-// Release drops the captured copy.
-func (s *snapshot) Release() { s.done() }
+func readSized(r io.Reader, n, limit uint32, what string) ([]byte, error) {
+	if n > limit {
+		return nil, fmt.Errorf("%w: %s length %d", ErrCheckpointCorrupt, what, n)
+	}
+	p := make([]byte, n)
+	if _, err := io.ReadFull(r, p); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCheckpointCorrupt, what, err)
+	}
+	return p, nil
+}
 
-// Restore stages a checkpoint, verifies its checksum and only then replaces
-// the state and the backing tree.
+// Restore installs a checkpoint: format 3 (restore.go), or the format 1
+// stream (format1.go, also what a format 2 checkpoint opens as). A torn or
+// corrupted checkpoint is refused before anything of it is installed.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	start := time.Now()
@@ -243,103 +213,23 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 			f.opt.OnRestore(time.Since(start))
 		}
 	}()
-	staging := filepath.Join(f.opt.Dir, "staging")
-	if err := os.RemoveAll(staging); err != nil {
-		return fmt.Errorf("clear staging: %w", err)
-	}
-	if err := os.MkdirAll(staging, 0o700); err != nil {
-		return fmt.Errorf("create staging: %w", err)
-	}
-	st, err := stage(rc, staging)
+	br := bufio.NewReaderSize(rc, 256<<10)
+	magic, err := br.Peek(len(chunkedMagic))
 	if err != nil {
-		os.RemoveAll(staging)
-		return fmt.Errorf("restore checkpoint: %w", err)
+		return fmt.Errorf("restore checkpoint: %w: %v", ErrCheckpointCorrupt, err)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.files.closeAll()
-	old := filepath.Join(f.opt.Dir, "tree.old")
-	if err := os.Rename(f.tree, old); err != nil {
-		return fmt.Errorf("install checkpoint: %w", err)
+	if bytes.Equal(magic, chunkedMagic[:]) {
+		return f.restoreChunked(br)
 	}
-	if err := os.Rename(staging, f.tree); err != nil {
-		return fmt.Errorf("install checkpoint: %w", err)
-	}
-	os.RemoveAll(old)
-	f.setLastLinked(nil) // the tree's inodes are new
-	f.sums.reset()
+	return f.restoreStream(br)
+}
+
+// install makes st the state; the caller holds the write lock and has
+// made the chunk store's live state st's.
+func (f *FSM) install(st *state) {
 	st.rebuildNames()
 	f.st = st
 	f.setApplied(st.Applied)
-	return nil
-}
-
-func stage(r io.Reader, dir string) (*state, error) {
-	h := sha256.New()
-	br := bufio.NewReaderSize(r, 256<<10)
-	tr := io.TeeReader(br, h)
-	var magic [8]byte
-	if _, err := io.ReadFull(tr, magic[:]); err != nil || magic != checkpointMagic {
-		return nil, fmt.Errorf("%w: bad magic", ErrCheckpointCorrupt)
-	}
-	var hdr [17]byte
-	if _, err := io.ReadFull(tr, hdr[:4]); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCheckpointCorrupt, err)
-	}
-	metaLen := binary.BigEndian.Uint32(hdr[:4])
-	if metaLen > maxMeta {
-		return nil, fmt.Errorf("%w: metadata length %d", ErrCheckpointCorrupt, metaLen)
-	}
-	meta := make([]byte, metaLen)
-	if _, err := io.ReadFull(tr, meta); err != nil {
-		return nil, fmt.Errorf("%w: metadata: %v", ErrCheckpointCorrupt, err)
-	}
-	if err := stageFiles(tr, hdr[:], dir); err != nil {
-		return nil, err
-	}
-	want := h.Sum(nil)
-	got := make([]byte, len(want))
-	if _, err := io.ReadFull(br, got); err != nil || !bytes.Equal(got, want) {
-		return nil, fmt.Errorf("%w: checksum mismatch", ErrCheckpointCorrupt)
-	}
-	st := &state{}
-	if err := gob.NewDecoder(bytes.NewReader(meta)).Decode(st); err != nil {
-		return nil, fmt.Errorf("%w: metadata: %v", ErrCheckpointCorrupt, err)
-	}
-	return st, nil
-}
-
-func stageFiles(tr io.Reader, hdr []byte, dir string) error {
-	for {
-		if _, err := io.ReadFull(tr, hdr[:1]); err != nil {
-			return fmt.Errorf("%w: %v", ErrCheckpointCorrupt, err)
-		}
-		if hdr[0] == tagEnd {
-			return nil
-		}
-		if hdr[0] != tagFile {
-			return fmt.Errorf("%w: unknown tag %d", ErrCheckpointCorrupt, hdr[0])
-		}
-		if _, err := io.ReadFull(tr, hdr[1:17]); err != nil {
-			return fmt.Errorf("%w: %v", ErrCheckpointCorrupt, err)
-		}
-		ino := binary.BigEndian.Uint64(hdr[1:9])
-		size := binary.BigEndian.Uint64(hdr[9:17])
-		if size > wire.MaxFileSize {
-			return fmt.Errorf("%w: file size %d", ErrCheckpointCorrupt, size)
-		}
-		fh, err := os.Create(filepath.Join(dir, strconv.FormatUint(ino, 16)))
-		if err != nil {
-			return fmt.Errorf("stage inode %d: %w", ino, err)
-		}
-		_, err = io.CopyN(fh, tr, int64(size))
-		if cerr := fh.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("%w: inode %d: %v", ErrCheckpointCorrupt, ino, err)
-		}
-	}
 }
 
 var _ raft.FSM = (*FSM)(nil)

@@ -1,10 +1,7 @@
 package fsm
 
 import (
-	"errors"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/cellfleet/cellfleet/internal/replica/wire"
 )
@@ -54,27 +51,10 @@ func (f *FSM) write(op *wire.Op) wire.Result {
 	if e := f.grow(n, end); e != 0 {
 		return wire.Result{Errno: e}
 	}
-	// Only a write at or past the file's end can be made in place while a
-	// capture shares the file (writable); below it, it changes bytes.
-	from := uint64(0)
-	if op.Offset >= n.Attr.Size {
-		from = op.Offset
-	}
-	inOrder := f.sums.continues(op.Ino, n.Attr.Size, op.Offset, uint64(len(op.Data)))
-	fh, err := f.writable(op.Ino, from)
-	if err == nil {
-		if inOrder && !f.servesReads.Load() {
-			err = writeUncached(fh, op.Data, op.Offset)
-		} else {
-			_, err = fh.WriteAt(op.Data, int64(op.Offset))
-		}
-	}
-	if err != nil {
-		f.sums.forget(op.Ino)
+	if err := f.store.WriteAt(op.Ino, op.Data, op.Offset); err != nil {
 		f.fail(err)
 		return errno(syscall.EIO)
 	}
-	f.sums.wrote(op.Ino, inOrder, op.Offset, op.Data)
 	if end > n.Attr.Size {
 		f.resize(n, end)
 	}
@@ -91,12 +71,7 @@ func (f *FSM) truncate(ino, size uint64, now int64) wire.Result {
 	if e := f.grow(n, size); e != 0 {
 		return wire.Result{Errno: e}
 	}
-	f.sums.forget(ino)
-	fh, err := f.writable(ino, 0)
-	if err == nil {
-		err = fh.Truncate(int64(size))
-	}
-	if err != nil {
+	if err := f.store.Truncate(ino, size); err != nil {
 		f.fail(err)
 		return errno(syscall.EIO)
 	}
@@ -127,45 +102,19 @@ func (f *FSM) fallocate(op *wire.Op) wire.Result {
 			return wire.Result{Errno: e}
 		}
 	}
-	f.sums.forget(op.Ino)
-	fh, err := f.writable(op.Ino, 0)
-	if err == nil {
-		err = unix.Fallocate(int(fh.Fd()), op.Flags, int64(op.Offset), int64(op.Size))
-		if errors.Is(err, syscall.EOPNOTSUPP) {
-			err = fallocateFallback(fh.WriteAt, op, n.Attr.Size)
-		}
-	}
-	if err != nil {
-		f.fail(err)
-		return errno(syscall.EIO)
-	}
-	if !keep && end > n.Attr.Size {
-		if err := fh.Truncate(int64(end)); err != nil {
+	// A reservation (modes 0 and KEEP_SIZE) changes only the size: the
+	// chunk store holds no hole (docs/decisions/0010-chunked-store.md).
+	if op.Flags&wire.FallocPunchHole != 0 {
+		if err := f.store.Punch(op.Ino, op.Offset, op.Size); err != nil {
 			f.fail(err)
 			return errno(syscall.EIO)
 		}
+	}
+	if !keep && end > n.Attr.Size {
 		f.resize(n, end)
 	}
 	n.Attr.Ctime = op.Time
 	return wire.Result{Attr: n.Attr}
-}
-
-// fallocateFallback gives the same visible result on a backing file system
-// without fallocate: punched ranges read as zeros, reservations are no-ops.
-func fallocateFallback(writeAt func([]byte, int64) (int, error), op *wire.Op, size uint64) error {
-	if op.Flags&wire.FallocPunchHole == 0 {
-		return nil
-	}
-	end := min(op.Offset+op.Size, size)
-	zero := make([]byte, 64<<10)
-	for off := op.Offset; off < end; {
-		k := min(uint64(len(zero)), end-off)
-		if _, err := writeAt(zero[:k], int64(off)); err != nil {
-			return err
-		}
-		off += k
-	}
-	return nil
 }
 
 func (f *FSM) setattr(op *wire.Op) wire.Result {

@@ -6,12 +6,9 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"time"
+
+	"github.com/cellfleet/cellfleet/internal/replica/chunkstore"
 )
 
 // Digest returns the applied index and a hash of the whole replicated state
@@ -22,62 +19,64 @@ import (
 // Reading every byte of a volume takes about a second per GiB, so the
 // contents are not hashed under the state machine's lock (which would hold
 // off every apply for that long): under the read lock the metadata is
-// encoded and each backing file hard-linked into a capture directory, as a
-// checkpoint captures (capture.go: a linked file is copied on its next
-// write, so the capture keeps the bytes of this index); the files are then
-// hashed from the capture while applies continue. The bytes hashed, in
-// order, are the same as hashing the live state under the lock.
+// encoded and the chunk store captured, as a checkpoint captures (no system
+// call per chunk; a chunk the capture names is copied on its next write);
+// the files are then hashed from the capture while applies continue. The
+// bytes hashed, in order, are the same as hashing the live state under the
+// lock.
 func (f *FSM) Digest() (uint64, string, error) {
 	c, err := f.captureForDigest()
 	if err != nil {
 		return 0, "", err
 	}
-	defer os.RemoveAll(c.dir)
+	defer f.releaseDigest(c)
 	h := sha256.New()
+	buf := make([]byte, 1<<20)
 	for _, p := range c.parts {
 		h.Write(p.meta)
-		if p.file == "" {
+		if !p.file {
 			continue
 		}
-		fh, err := os.Open(p.file)
-		if err != nil {
-			return 0, "", fmt.Errorf("digest: open the captured file of inode %d: %w", p.ino, err)
+		for off := uint64(0); off < p.size; {
+			k := min(uint64(len(buf)), p.size-off)
+			if err := c.capture.ReadAt(p.ino, buf[:k], off); err != nil {
+				return 0, "", fmt.Errorf("digest: read inode %d as captured: %w", p.ino, err)
+			}
+			h.Write(buf[:k])
+			off += k
 		}
-		k, err := io.Copy(h, io.LimitReader(fh, int64(p.size)))
-		fh.Close()
-		if err != nil {
-			return 0, "", fmt.Errorf("digest: read the captured file of inode %d: %w", p.ino, err)
-		}
-		_, _ = io.CopyN(h, zeroReader{}, int64(p.size)-k)
 	}
 	return c.applied, hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // digestPart is one stretch of the digest's input: encoded metadata, then,
-// for a regular file, its captured contents padded with zeros to size.
+// for a regular file, its captured contents (size bytes, holes as zeros).
 type digestPart struct {
 	meta []byte
 	ino  uint64
-	file string // the captured link; "" when the inode is no regular file
+	file bool
 	size uint64
 }
 
 type digestCapture struct {
 	applied uint64
-	dir     string
+	capture *chunkstore.Capture
 	parts   []digestPart
 }
 
-// captureForDigest encodes the metadata and links the backing files under
-// the read lock: cheap (one link per file), so applies wait only for that.
+func (f *FSM) releaseDigest(c *digestCapture) {
+	c.capture.Release()
+	if err := f.store.Collect(); err != nil {
+		f.log.Warn("collecting the chunk store's unreferenced chunks failed", "error", err)
+	}
+}
+
+// captureForDigest encodes the metadata and captures the chunk store under
+// the read lock, so applies wait only for that.
 func (f *FSM) captureForDigest() (*digestCapture, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	dir := filepath.Join(f.opt.Dir, "captures", "digest-"+strconv.FormatInt(time.Now().UnixNano(), 36))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("digest: create the capture directory: %w", err)
-	}
-	c := &digestCapture{applied: f.st.Applied, dir: dir}
+	c := &digestCapture{applied: f.st.Applied}
 	var buf bytes.Buffer
 	u := func(v uint64) { _ = binary.Write(&buf, binary.BigEndian, v) }
 	b := func(p []byte) { u(uint64(len(p))); buf.Write(p) }
@@ -110,12 +109,7 @@ func (f *FSM) captureForDigest() (*digestCapture, error) {
 			b(n.Xattrs[k])
 		}
 		if a.IsRegular() {
-			link := filepath.Join(dir, strconv.FormatUint(ino, 16))
-			if err := captureFile(f.files.path(ino), link); err != nil {
-				os.RemoveAll(dir)
-				return nil, fmt.Errorf("digest: capture the backing file of inode %d: %w", ino, err)
-			}
-			c.parts = append(c.parts, digestPart{meta: cut(), ino: ino, file: link, size: a.Size})
+			c.parts = append(c.parts, digestPart{meta: cut(), ino: ino, file: true, size: a.Size})
 		}
 	}
 	ids := make([]uint64, 0, len(f.st.Sessions))
@@ -131,5 +125,6 @@ func (f *FSM) captureForDigest() (*digestCapture, error) {
 		u(uint64(len(s.Results)))
 	}
 	c.parts = append(c.parts, digestPart{meta: cut()})
+	c.capture = f.store.Capture(f.st.Applied)
 	return c, nil
 }

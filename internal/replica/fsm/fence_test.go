@@ -123,6 +123,7 @@ func TestFencingEpochSurvivesACheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(dst.Close)
+	dst.opt.Chunks = chunksOf(t, src)
 	if err := dst.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
 		t.Fatal(err)
 	}

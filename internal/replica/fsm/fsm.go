@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/cellfleet/cellfleet/internal/replica/chunkstore"
 	"github.com/cellfleet/cellfleet/internal/replica/wire"
 )
 
@@ -31,7 +32,7 @@ type Capture interface {
 
 // Options configures an FSM.
 type Options struct {
-	Dir string // the replica's data directory; the FSM owns Dir/tree, Dir/staging, Dir/captures
+	Dir string // the replica's data directory; the FSM owns Dir/store (the chunk store) and Dir/staging
 	// MaxWindow bounds the unacknowledged results kept per session (0:
 	// DefaultMaxWindow). It only refuses a call (ErrnoWindowFull) and must be
 	// the same on every replica; the volume's capacity and session table are
@@ -46,23 +47,25 @@ type Options struct {
 	// OnFail is called once when a backing disk error stops the state
 	// machine.
 	OnFail func(error)
+	// Chunks fetches the chunks a checkpoint received from another replica
+	// names and this one lacks (restore.go); nil: none can be fetched.
+	Chunks ChunkSource
+	// ChunkSize is the chunk size of a new chunk store (0: the store's
+	// default); an existing store keeps its own.
+	ChunkSize int
 }
 
 // FSM is the state machine. Apply, Snapshot and Restore are called by raft
 // on one goroutine; queries run concurrently under the read lock.
 type FSM struct {
-	opt  Options
-	log  *slog.Logger
-	tree string
+	opt Options
+	log *slog.Logger
 
-	mu    sync.RWMutex
-	st    *state
-	files *fileCache
-	sums  seqSums // checksums of files written in order (seqsum.go)
-
-	// servesReads: this replica coordinates, so it serves the volume's
-	// reads and keeps the pages it writes (SetServesReads).
-	servesReads atomic.Bool
+	mu sync.RWMutex
+	st *state
+	// store holds the files' bytes (docs/decisions/0010-chunked-store.md);
+	// its live state changes under mu's write lock, with st.
+	store *chunkstore.Store
 
 	appliedMu sync.Mutex
 	applied   uint64
@@ -71,14 +74,27 @@ type FSM struct {
 	failMu sync.Mutex
 	failed error
 
-	// linkedMu guards linked: the files the newest linked checkpoint holds
-	// (linked.go), whose checksums the next one may reuse.
-	linkedMu sync.Mutex
-	linked   map[uint64]linkedFile
+	// fetching is set once raft has started: a checkpoint received from the
+	// coordinator may then name chunks this store lacks, which Restore
+	// fetches (restore.go). Before, raft is opening checkpoints to start
+	// from, and one whose chunks are gone must fail to open.
+	fetching atomic.Bool
 }
 
-// New discards any tree left by a previous run (the journal and checkpoints
-// are the authority) and returns an empty state machine.
+// Orphaned returns the bytes of chunks of deleted, truncated or punched
+// ranges that only kept checkpoints still name: space two checkpoints give
+// back (chunkstore.Store.Orphaned).
+func (f *FSM) Orphaned() uint64 { return f.store.Orphaned() }
+
+// Started tells the state machine that raft has restored its starting
+// state: from now on a checkpoint is opened to restore one received from
+// the coordinator, whose missing chunks Restore fetches.
+func (f *FSM) Started() { f.fetching.Store(true) }
+
+// New opens the chunk store with its live state empty (raft restores the
+// newest checkpoint and replays the journal on top: they are the
+// authority), removes what an earlier format left, and returns an empty
+// state machine.
 func New(opt Options) (*FSM, error) {
 	if opt.MaxWindow <= 0 {
 		opt.MaxWindow = DefaultMaxWindow
@@ -86,33 +102,43 @@ func New(opt Options) (*FSM, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
-	f := &FSM{opt: opt, log: opt.Logger, tree: filepath.Join(opt.Dir, "tree"), advanced: make(chan struct{})}
+	f := &FSM{opt: opt, log: opt.Logger, advanced: make(chan struct{})}
+	// tree/, tree.old/ and captures/ are the backing files of format 1 and
+	// 2 replicas, never an authority (docs/journal-format.md).
 	for _, d := range []string{"tree", "tree.old", "staging", "captures"} {
 		if err := os.RemoveAll(filepath.Join(opt.Dir, d)); err != nil {
 			return nil, fmt.Errorf("discard %s of a previous run: %w", d, err)
 		}
 	}
-	if err := os.MkdirAll(f.tree, 0o700); err != nil {
-		return nil, fmt.Errorf("create backing tree: %w", err)
+	store, err := chunkstore.Open(filepath.Join(opt.Dir, storeDir), chunkstore.Options{ChunkSize: opt.ChunkSize, Retain: retainCheckpoints})
+	if err != nil {
+		return nil, fmt.Errorf("open the chunk store: %w", err)
 	}
+	if err := store.Reset(); err != nil && !errors.Is(err, chunkstore.ErrCollect) {
+		store.Close()
+		return nil, fmt.Errorf("open the chunk store: %w", err)
+	}
+	f.store = store
 	f.st = newState(0)
-	f.files = newFileCache(f.tree)
 	return f, nil
 }
 
-// Close releases open backing files.
+const (
+	// storeDir is the chunk store's directory in the data directory.
+	storeDir = "store"
+	// retainCheckpoints is how many manifests the store keeps: as many as
+	// raft keeps checkpoints (the worker's journal.OpenCheckpoints).
+	retainCheckpoints = 2
+)
+
+// Close closes the chunk store.
 func (f *FSM) Close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.files.closeAll()
+	if err := f.store.Close(); err != nil {
+		f.log.Warn("closing the chunk store", "error", err)
+	}
 }
-
-// SetServesReads says whether this replica coordinates the volume, and so
-// serves its reads. The coordinator keeps the pages of the files it writes
-// in its page cache, where those reads find them; the other replicas
-// write the files written in order around the cache (seqsum.go), since
-// nothing reads them there.
-func (f *FSM) SetServesReads(on bool) { f.servesReads.Store(on) }
 
 // Failed returns the disk error that stopped the state machine, if any. A
 // failed state machine applies nothing more: its replica must stop rather

@@ -78,16 +78,9 @@ func TestLimitsAreReplicatedStateThatOnlyACommandChangesAndACheckpointCarries(t 
 // restoreInto checkpoints from and installs the checkpoint into to.
 func restoreInto(t *testing.T, from, to *FSM) {
 	t.Helper()
-	snap, err := from.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snap.Release()
-	sink := &memSink{}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
-	if err := to.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+	state := persistBytes(t, from)
+	to.opt.Chunks = chunksOf(t, from)
+	if err := to.Restore(io.NopCloser(bytes.NewReader(state))); err != nil {
 		t.Fatal(err)
 	}
 }

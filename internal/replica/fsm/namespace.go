@@ -220,8 +220,7 @@ func (f *FSM) free(n *inode) {
 	delete(f.st.Inodes, n.Attr.Ino)
 	if n.Attr.IsRegular() {
 		f.st.Used -= n.Attr.Size
-		f.sums.forget(n.Attr.Ino)
-		if err := f.files.remove(n.Attr.Ino); err != nil {
+		if err := f.store.Remove(n.Attr.Ino); err != nil {
 			f.fail(err)
 		}
 	}

@@ -1,10 +1,11 @@
 package fsm
 
 import (
-	"io"
+	"errors"
 	"slices"
 	"syscall"
 
+	"github.com/cellfleet/cellfleet/internal/replica/chunkstore"
 	"github.com/cellfleet/cellfleet/internal/replica/wire"
 )
 
@@ -82,25 +83,19 @@ func (f *FSM) read(op *wire.Op) wire.Result {
 		return wire.Result{Attr: n.Attr}
 	}
 	size := min(op.Size, n.Attr.Size-op.Offset, wire.MaxData)
-	fh, err := f.files.openRead(op.Ino)
-	if err != nil {
+	// The bytes go straight into the reply frame's pooled buffer
+	// (wire.ReadBuffer): the RPC server releases it after sending. The
+	// store fills every byte, holes with zeros.
+	frame, buf := wire.ReadBuffer(int(size))
+	if err := f.store.ReadAt(op.Ino, buf, op.Offset); err != nil {
+		wire.PutBuf(frame)
+		if errors.Is(err, chunkstore.ErrCorrupt) {
+			// Never served: the replica stops, as for a damaged
+			// checkpoint (docs/replica-engine.md).
+			f.fail(err)
+		}
 		return errno(syscall.EIO)
 	}
-	// The bytes go straight into the reply frame's pooled buffer
-	// (wire.ReadBuffer): the RPC server releases it after sending.
-	frame, buf := wire.ReadBuffer(int(size))
-	k := 0
-	if fh != nil {
-		defer fh.Close()
-		k, err = fh.ReadAt(buf, int64(op.Offset))
-		if err != nil && err != io.EOF {
-			wire.PutBuf(frame)
-			return errno(syscall.EIO)
-		}
-	}
-	// A sparse tail past the backing file's end reads as zeros (the pooled
-	// buffer holds an earlier read's bytes).
-	clear(buf[k:])
 	return wire.Result{Attr: n.Attr, Data: buf, N: uint64(len(buf)), Frame: frame}
 }
 

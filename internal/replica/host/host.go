@@ -17,8 +17,11 @@ import (
 
 // Config configures a host.
 type Config struct {
-	StateDir    string // host storage: the initialisation history
-	Limits      Limits
+	StateDir string // host storage: the initialisation history
+	Limits   Limits
+	// DialPeer is each worker's replica.Config.DialPeer: the client is
+	// outside the host's dependencies (doc.go), so its process gives it.
+	DialPeer    replica.DialPeer
 	SegmentSize int
 	Logger      *slog.Logger
 	// HaltAt halts every worker start at a test fault point (fault.go);
@@ -307,7 +310,7 @@ func (h *Host) build(hw *hosted, recorded bool, sealed func() error) (*replica.W
 		DataDir: spec.DataDir, Listen: spec.Listen, Self: self, Peers: spec.Peers, Bootstrap: spec.Bootstrap,
 		Credentials: creds, Capacity: spec.CapacityBytes, MaxSessions: spec.MaxSessions,
 		Recorded: recorded, OnSealed: sealed, SegmentSize: h.cfg.SegmentSize, Timing: spec.Timing,
-		Capture: h.captures, Outbound: h.out, Observer: h.metrics,
+		Capture: h.captures, Outbound: h.out, Observer: h.metrics, DialPeer: h.cfg.DialPeer,
 		Logger: h.log,
 	})
 }

@@ -80,20 +80,22 @@ func (fx *fixture) divergedIs(volumeName string, status metav1.ConditionStatus, 
 // consumer root (the published backing volume holds the worker's tree).
 func backingFile(t *testing.T, n *nodestack.Node, ino uint64) string {
 	t.Helper()
-	want := filepath.Join("tree", strconv.FormatUint(ino, 16))
+	// The file's first chunk in the replica's chunk store:
+	// store/chunks/<ino>/0.<version> (internal/replica/chunkstore).
+	dir := filepath.Join("store", "chunks", strconv.FormatUint(ino, 16))
 	var found string
 	err := filepath.WalkDir(n.ConsumerRoot, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if !d.IsDir() && strings.HasSuffix(p, string(filepath.Separator)+want) {
+		if !d.IsDir() && strings.HasSuffix(filepath.Dir(p), string(filepath.Separator)+dir) && strings.HasPrefix(d.Name(), "0.") {
 			found = p
 			return fs.SkipAll
 		}
 		return nil
 	})
 	if err != nil || found == "" {
-		t.Fatalf("no backing file %s beneath %s: %v", want, n.ConsumerRoot, err)
+		t.Fatalf("no first chunk of inode %d (%s/0.*) beneath %s: %v", ino, dir, n.ConsumerRoot, err)
 	}
 	return found
 }
@@ -213,11 +215,11 @@ func TestReplicasPublishDigestsAndADivergedReplicaIsReported(t *testing.T) {
 	}
 	t.Logf("volume reports: %s", cond.Message)
 
-	// The same replica's host stopped, its backing file changed again on
-	// disk, the host restarted: the worker rebuilds its tree from the
-	// journal (fsm.New discards the tree of a previous run; the journal and
-	// checkpoints are the authority), so the change is gone and its first
-	// digest in the new process agrees with the others again.
+	// The same replica's host stopped, its chunk changed again on disk, the
+	// host restarted: a chunk no kept checkpoint names is not an authority
+	// (fsm.New empties the chunk store's live state, collecting it, and the
+	// journal is replayed), so the change is gone and its first digest in
+	// the new process agrees with the others again.
 	fx.StopHost(node)
 	flipByte(t, path, 20)
 	fx.RestartHost(node)

@@ -145,7 +145,7 @@ func catchUpPeakRSS(t testing.TB, slowed func(c *cluster, away int)) (int, int64
 		}
 	}
 	if slowed != nil {
-		disks.fs[away].SlowWrites(filepath.Join("data", "tree"), slowTreeRate)
+		disks.fs[away].SlowWrites(filepath.Join("data", "store", "chunks"), slowTreeRate)
 	}
 	c.Restart(away)
 	c.converged(5*time.Minute, 0, 1, 2)

@@ -84,9 +84,13 @@ func TestCoordinatorWhoseDiskFailsStopsServingAndTheCommittedOutcomeIsTheGroups(
 	appendRecords(t, cl, ino, 0, 20)
 	leader := c.waitLeader(10 * time.Second)
 
-	// The coordinator's backing tree disappears: its next backing-file
+	// The coordinator's chunk directory becomes a file: its next chunk
 	// creation fails with a local I/O error no other replica sees.
-	if err := os.RemoveAll(filepath.Join(c.dataDir(leader), "tree")); err != nil {
+	chunks := filepath.Join(c.dataDir(leader), "store", "chunks")
+	if err := os.RemoveAll(chunks); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(chunks, []byte("not a directory"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	victim := createFile(t, cl, "after")

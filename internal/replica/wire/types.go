@@ -39,12 +39,18 @@ const (
 	KindRelease
 	KindFence
 	KindReserveInos
+	// KindFetchChunk reads chunk Offset of inode Ino as the kept manifest
+	// Ino2 of the answering replica's chunk store names it: a follower
+	// restoring a checkpoint that replica sent fetches the chunks it lacks
+	// (docs/decisions/0010-chunked-store.md). Answered from that replica's
+	// own store, by any replica, outside the journal.
+	KindFetchChunk
 	kindEnd
 )
 
 var kindNames = [...]string{"invalid", "register", "create", "mkdir", "mknod", "symlink", "link",
 	"unlink", "rmdir", "rename", "write", "truncate", "fallocate", "setattr", "setxattr",
-	"removexattr", "lookup", "getattr", "read", "readdir", "readlink", "getxattr", "listxattr", "statfs", "release", "fence", "reserve-inos"}
+	"removexattr", "lookup", "getattr", "read", "readdir", "readlink", "getxattr", "listxattr", "statfs", "release", "fence", "reserve-inos", "fetch-chunk"}
 
 func (k Kind) String() string {
 	if k < kindEnd {
